@@ -1,0 +1,117 @@
+"""Checks of user input that name the argument at fault."""
+
+from __future__ import annotations
+
+import numbers
+import os
+
+import numpy as np
+
+try:  # psutil is a dependency; the fallback keeps the check working without it.
+    import psutil
+except ImportError:  # pragma: no cover
+    psutil = None
+
+
+def check_int(value, name: str, minimum: int = 1) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name}: must be an integer, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name}: must be at least {minimum}, got {value}")
+    return int(value)
+
+
+def check_real(value, name: str, *, positive: bool = False, allow_none: bool = False):
+    if value is None and allow_none:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name}: must be a real number, got {value!r}")
+    value = float(value)
+    if not np.isfinite(value) or (value < 0.0) or (positive and value == 0.0):
+        kind = "positive" if positive else "non-negative"
+        raise ValueError(f"{name}: must be a finite {kind} number, got {value}")
+    return value
+
+
+def check_finite(value, name: str) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name}: must be a real number, got {value!r}")
+    if not np.isfinite(value):
+        raise ValueError(f"{name}: must be finite, got {value}")
+    return float(value)
+
+
+def check_choice(value, name: str, choices) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name}: unknown value {value!r}; expected one of {', '.join(choices)}")
+    return value
+
+
+def check_dtype(value) -> type:
+    try:
+        dtype = np.dtype(value)
+    except TypeError as error:
+        raise ValueError(f"dtype: expected 'float32' or 'float64', got {value!r}") from error
+    if dtype not in (np.float32, np.float64):
+        raise ValueError(f"dtype: expected 'float32' or 'float64', got {value!r}")
+    return dtype.type
+
+
+def thread_count(n_jobs) -> int:
+    """joblib's convention, except that ``None`` means all available cores."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cores = os.cpu_count() or 1
+    if n_jobs is None:
+        return cores
+    n_jobs = int(check_int(n_jobs, "n_jobs", minimum=-(10**6)))
+    if n_jobs == 0:
+        raise ValueError("n_jobs: must be a positive or negative integer, not 0")
+    return n_jobs if n_jobs > 0 else max(1, cores + 1 + n_jobs)
+
+
+def available_memory() -> int:
+    if psutil is not None:
+        return int(psutil.virtual_memory().available)
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")  # pragma: no cover
+
+
+def check_kernel_fits(rows: int, cols: int, dtype, argument: str = "X") -> None:
+    """Refuse, before allocating, a kernel matrix that cannot fit in memory."""
+    needed = int(rows) * int(cols) * np.dtype(dtype).itemsize
+    available = available_memory()
+    if needed > available:
+        raise MemoryError(
+            f"{argument}: the {rows}×{cols} {np.dtype(dtype).name} kernel matrix needs "
+            f"{needed / 2**30:.2f} GiB but only {available / 2**30:.2f} GiB is available; "
+            "use fewer samples or dtype='float32'"
+        )
+
+
+def check_precomputed_kernel(K: np.ndarray, argument: str = "X") -> None:
+    """Square, finite, symmetric, and the O(m²) necessary conditions of PSD."""
+    if K.ndim != 2 or K.shape[0] != K.shape[1]:
+        raise ValueError(f"{argument}: a precomputed kernel must be a square matrix, got shape {K.shape}")
+    scale = float(np.max(np.abs(K))) if K.size else 0.0
+    tolerance = 1e-6 * scale if K.dtype == np.float64 else 1e-4 * scale
+    asymmetry = float(np.max(np.abs(K - K.T))) if K.size else 0.0
+    if asymmetry > tolerance:
+        raise ValueError(
+            f"{argument}: a precomputed kernel must be symmetric; max |K - K'| = {asymmetry:.3g}"
+        )
+    diagonal = np.diagonal(K).astype(np.float64)
+    if np.any(diagonal < -tolerance):
+        raise ValueError(
+            f"{argument}: a precomputed kernel must be positive semi-definite; it has a negative "
+            f"diagonal entry ({diagonal.min():.3g})"
+        )
+    # Every 2×2 principal minor of a PSD matrix is non-negative: |K_ij| ≤ sqrt(K_ii K_jj).
+    bound = np.sqrt(np.clip(diagonal, 0.0, None))
+    excess = np.abs(K) - np.outer(bound, bound)
+    if np.any(excess > tolerance):
+        i, j = np.unravel_index(int(np.argmax(excess)), excess.shape)
+        raise ValueError(
+            f"{argument}: a precomputed kernel must be positive semi-definite; "
+            f"K[{i},{j}]² > K[{i},{i}]·K[{j},{j}]"
+        )

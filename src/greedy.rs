@@ -1,0 +1,551 @@
+//! The greedy basis selection of Diethe (2015), Algorithm 1, in O(m²) per pick.
+//!
+//! The deflated kernel is never written: `K_t = K_0 − Σ_r u_r v_r'` is held as its
+//! rank-one terms, and the four per-column statistics of DESIGN §2 (`a = K_t'y` as
+//! `p − n`, `p = K_t'1₊`, `n = K_t'1₋`, `d_i = Σ_j D_j (K_t)_ji²`) are updated in O(m)
+//! per pick from products with `K_0`:
+//!
+//! | deflation   | `u`              | `v`      | reads of `K_0` per pick |
+//! |-------------|------------------|----------|-------------------------|
+//! | hotelling   | `(x'K_t x) x`    | `x`      | one (`[x, Dx]`)         |
+//! | projection  | `x`              | `K_t'x`  | one (`[x, Dx]`)         |
+//! | schur       | `K_t x/(x'K_t x)`| `K_t'x`  | two (`x`, then `Du`)    |
+//!
+//! with `x = τ = c_i/‖c_i‖`, or for the `ortho-*` forms `τ` Gram–Schmidt-orthogonalised
+//! against the earlier directions. For the hotelling and projection families a stage of
+//! `S` picks costs one read of `K_0` with `2S` right-hand sides: every direction of the
+//! stage is a combination of the stage-start columns (and earlier directions, whose
+//! products are kept), so each vector carries its products with `K_0` along
+//! ([`Tracked`]). Schur's `u = K_t x/λ` leaves that span, so its picks stay sequential.
+
+use crate::error::{try_zeroed, Error, Result};
+use crate::passes;
+use crate::real::Real;
+use ndarray::ArrayView2;
+use std::str::FromStr;
+
+/// How the next basis is scored (`c_i` is column `i` of the deflated kernel).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Criterion {
+    /// Uniformly at random without replacement: the randomised Nyström method.
+    Random,
+    /// Maximise the Fisher ratio `(c'y)² / (c'Bc)` (MPKFDA).
+    Optimal,
+    /// Maximise `(c'y)²`.
+    Pseudo,
+    /// Minimise the Fisher ratio.
+    Reverse,
+    /// Minimise `(c'y)²`.
+    ReversePseudo,
+}
+
+/// How the kernel is deflated after a pick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Deflation {
+    None,
+    Hotelling,
+    Projection,
+    Schur,
+    OrthoHotelling,
+    OrthoProjection,
+    OrthoSchur,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Family {
+    None,
+    Hotelling,
+    Projection,
+    Schur,
+}
+
+impl Criterion {
+    /// Every criterion with its name, in the papers' order.
+    pub const ALL: [(Criterion, &'static str); 5] = [
+        (Criterion::Random, "random"),
+        (Criterion::Optimal, "optimal"),
+        (Criterion::Pseudo, "pseudo"),
+        (Criterion::Reverse, "reverse"),
+        (Criterion::ReversePseudo, "reverse-pseudo"),
+    ];
+
+    fn uses_denominator(self) -> bool {
+        matches!(self, Criterion::Optimal | Criterion::Reverse)
+    }
+}
+
+impl Deflation {
+    /// Every deflation with its name.
+    pub const ALL: [(Deflation, &'static str); 7] = [
+        (Deflation::None, "none"),
+        (Deflation::Hotelling, "hotelling"),
+        (Deflation::Projection, "projection"),
+        (Deflation::Schur, "schur"),
+        (Deflation::OrthoHotelling, "ortho-hotelling"),
+        (Deflation::OrthoProjection, "ortho-projection"),
+        (Deflation::OrthoSchur, "ortho-schur"),
+    ];
+
+    fn family(self) -> Family {
+        match self {
+            Deflation::None => Family::None,
+            Deflation::Hotelling | Deflation::OrthoHotelling => Family::Hotelling,
+            Deflation::Projection | Deflation::OrthoProjection => Family::Projection,
+            Deflation::Schur | Deflation::OrthoSchur => Family::Schur,
+        }
+    }
+
+    fn is_ortho(self) -> bool {
+        matches!(
+            self,
+            Deflation::OrthoHotelling | Deflation::OrthoProjection | Deflation::OrthoSchur
+        )
+    }
+}
+
+fn parse_name<T: Copy>(all: &[(T, &'static str)], name: &str, argument: &'static str) -> Result<T> {
+    all.iter().find(|(_, n)| *n == name).map(|(v, _)| *v).ok_or_else(|| {
+        let names: Vec<&str> = all.iter().map(|(_, n)| *n).collect();
+        Error::invalid(argument, format!("unknown name {name:?}; expected one of {}", names.join(", ")))
+    })
+}
+
+impl FromStr for Criterion {
+    type Err = Error;
+    fn from_str(name: &str) -> Result<Self> {
+        parse_name(&Criterion::ALL, name, "criterion")
+    }
+}
+
+impl FromStr for Deflation {
+    type Err = Error;
+    fn from_str(name: &str) -> Result<Self> {
+        parse_name(&Deflation::ALL, name, "deflation")
+    }
+}
+
+/// Parameters of a selection, checked by [`select`] before any work.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GreedyParams {
+    /// Number of bases to choose (fewer on an early stop).
+    pub k: usize,
+    pub criterion: Criterion,
+    pub deflation: Deflation,
+    /// `S`: bases taken per stage from the stage-start scores.
+    pub stages: usize,
+    /// For [`Criterion::Random`]: the priority order (a permutation of `0..m`). When
+    /// `None`, it is drawn from `seed`.
+    pub random_order: Option<Vec<usize>>,
+    pub seed: u64,
+    /// Relative threshold of the numerical guards; `None` takes [`Real::DEFAULT_TOL`].
+    pub tol: Option<f64>,
+    /// Threads of the passes over the kernel; results do not depend on it.
+    pub n_threads: usize,
+}
+
+impl Default for GreedyParams {
+    fn default() -> Self {
+        GreedyParams {
+            k: 10,
+            criterion: Criterion::Optimal,
+            deflation: Deflation::Schur,
+            stages: 1,
+            random_order: None,
+            seed: 0,
+            tol: None,
+            n_threads: 1,
+        }
+    }
+}
+
+/// The outcome of a selection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selection {
+    /// Chosen training indices, in selection order.
+    pub indices: Vec<usize>,
+    /// True when no admissible candidate was left before `k` bases were chosen.
+    pub stopped_early: bool,
+    /// Full reads of the kernel made (the statistics' initial pass included).
+    pub kernel_passes: usize,
+}
+
+/// A permutation of `0..m` from a seed (SplitMix64 driving a Fisher–Yates shuffle), for
+/// Rust callers of the `random` criterion; the Python layer passes NumPy's instead.
+pub fn random_order(m: usize, seed: u64) -> Vec<usize> {
+    let mut state = seed;
+    let mut next = move || {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let mut order: Vec<usize> = (0..m).collect();
+    for i in (1..m).rev() {
+        let j = (next() % (i as u64 + 1)) as usize;
+        order.swap(i, j);
+    }
+    order
+}
+
+/// A vector carried with its products `K_0 x` and `K_0 D x`, so that combinations of
+/// tracked vectors need no further read of `K_0`.
+#[derive(Clone)]
+struct Tracked<F> {
+    x: Vec<F>,
+    k0x: Vec<F>,
+    k0dx: Vec<F>,
+}
+
+impl<F: Real> Tracked<F> {
+    fn scale(&mut self, factor: F) {
+        for part in [&mut self.x, &mut self.k0x, &mut self.k0dx] {
+            part.iter_mut().for_each(|v| *v = *v * factor);
+        }
+    }
+
+    /// `self += factor · other`
+    fn add_scaled(&mut self, factor: F, other: &Tracked<F>) {
+        axpy(&mut self.x, factor, &other.x);
+        axpy(&mut self.k0x, factor, &other.k0x);
+        axpy(&mut self.k0dx, factor, &other.k0dx);
+    }
+}
+
+fn dot<F: Real>(a: &[F], b: &[F]) -> F {
+    a.iter().zip(b).map(|(x, y)| *x * *y).sum()
+}
+
+fn axpy<F: Real>(y: &mut [F], factor: F, x: &[F]) {
+    y.iter_mut().zip(x).for_each(|(y, x)| *y += factor * *x);
+}
+
+/// The selection state over a read-only kernel.
+struct Engine<'a, F: Real> {
+    kernel: &'a [F],
+    m: usize,
+    positive: &'a [bool],
+    weight: Vec<F>,
+    alpha: F,
+    beta: F,
+    /// Statistics of the current deflated kernel, per column.
+    p: Vec<F>,
+    n: Vec<F>,
+    d: Vec<F>,
+    threshold: Vec<F>,
+    /// Rank-one terms: `K_t = K_0 − Σ_r us[r] vs[r]'`.
+    us: Vec<Vec<F>>,
+    vs: Vec<Vec<F>>,
+    /// Earlier `ortho-*` directions (with their products for the fused families).
+    ortho: Vec<Tracked<F>>,
+    pool: rayon::ThreadPool,
+    passes: usize,
+}
+
+impl<'a, F: Real> Engine<'a, F> {
+    fn multiply(&mut self, rhs: &[&[F]]) -> Vec<Vec<F>> {
+        self.passes += 1;
+        passes::multiply(&self.pool, self.kernel, self.m, rhs)
+    }
+
+    /// Column `i` of `K_t` (row `i` of the symmetric `K_0`, minus the rank-one terms).
+    fn column(&self, i: usize) -> Vec<F> {
+        let mut c = self.kernel[i * self.m..(i + 1) * self.m].to_vec();
+        for (u, v) in self.us.iter().zip(&self.vs) {
+            axpy(&mut c, -v[i], u);
+        }
+        c
+    }
+
+    /// `K_t x` from `K_0 x`.
+    fn apply(&self, x: &[F], k0x: &[F]) -> Vec<F> {
+        let mut out = k0x.to_vec();
+        for (u, v) in self.us.iter().zip(&self.vs) {
+            axpy(&mut out, -dot(v, x), u);
+        }
+        out
+    }
+
+    /// `K_t' x` from `K_0 x` (`K_0` is symmetric).
+    fn apply_transposed(&self, x: &[F], k0x: &[F]) -> Vec<F> {
+        let mut out = k0x.to_vec();
+        for (u, v) in self.us.iter().zip(&self.vs) {
+            axpy(&mut out, -dot(u, x), v);
+        }
+        out
+    }
+
+    fn weighted(&self, x: &[F]) -> Vec<F> {
+        x.iter().zip(&self.weight).map(|(x, w)| *x * *w).collect()
+    }
+
+    fn weighted_norm2(&self, x: &[F]) -> F {
+        x.iter().zip(&self.weight).map(|(x, w)| *w * *x * *x).sum()
+    }
+
+    /// Applies `K_{t+1} = K_t − u v'` to the statistics (`h = K_t' D u`) and records it.
+    fn deflate(&mut self, u: Vec<F>, v: Vec<F>, h: &[F]) {
+        let (mut u_pos, mut u_neg) = (F::zero(), F::zero());
+        for (value, &positive) in u.iter().zip(self.positive.iter()) {
+            if positive {
+                u_pos += *value;
+            } else {
+                u_neg += *value;
+            }
+        }
+        let udu = self.weighted_norm2(&u);
+        let two = F::from_f64(2.0);
+        for i in 0..self.m {
+            self.p[i] -= v[i] * u_pos;
+            self.n[i] -= v[i] * u_neg;
+            self.d[i] -= two * v[i] * h[i] - udu * v[i] * v[i];
+        }
+        self.us.push(u);
+        self.vs.push(v);
+    }
+}
+
+impl<'a, F: Real> Engine<'a, F> {
+    fn new(kernel: &'a [F], m: usize, positive: &'a [bool], tol: f64, n_threads: usize) -> Result<Self> {
+        let m_pos = positive.iter().filter(|&&p| p).count();
+        let m_neg = m - m_pos;
+        let mf = m as f64;
+        let weight: Vec<F> = positive
+            .iter()
+            .map(|&p| F::from_f64(if p { 2.0 * m_neg as f64 / mf } else { 2.0 * m_pos as f64 / mf }))
+            .collect();
+        let indicator = |want: bool| -> Vec<F> {
+            positive.iter().map(|&p| if p == want { F::one() } else { F::zero() }).collect()
+        };
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(n_threads.max(1))
+            .build()
+            .map_err(|e| Error::invalid("n_jobs", format!("could not start {n_threads} threads: {e}")))?;
+        let (p, n, d) =
+            passes::column_statistics(&pool, kernel, m, &indicator(true), &indicator(false), &weight);
+        let threshold = d.iter().map(|&d0| F::from_f64(tol) * d0).collect();
+        Ok(Engine {
+            kernel,
+            m,
+            positive,
+            weight,
+            alpha: F::from_f64(2.0 * m_neg as f64 / (mf * m_pos as f64)),
+            beta: F::from_f64(2.0 * m_pos as f64 / (mf * m_neg as f64)),
+            p,
+            n,
+            d,
+            threshold,
+            us: Vec::new(),
+            vs: Vec::new(),
+            ortho: Vec::new(),
+            pool,
+            passes: 1,
+        })
+    }
+
+    /// Score of every admissible candidate (higher is better), best first, ties to the
+    /// lowest index.
+    fn ranked_candidates(&self, criterion: Criterion, blocked: &[bool], rank: &[usize]) -> Vec<usize> {
+        let mut scored: Vec<(F, usize)> = Vec::new();
+        for i in 0..self.m {
+            if blocked[i] || self.d[i] <= self.threshold[i] {
+                continue;
+            }
+            let a = self.p[i] - self.n[i];
+            let denominator = self.d[i] - self.alpha * self.p[i] * self.p[i] - self.beta * self.n[i] * self.n[i];
+            if criterion.uses_denominator() && denominator <= self.threshold[i] {
+                continue;
+            }
+            let score = match criterion {
+                Criterion::Optimal => a * a / denominator,
+                Criterion::Pseudo => a * a,
+                Criterion::Reverse => -(a * a / denominator),
+                Criterion::ReversePseudo => -(a * a),
+                Criterion::Random => -F::from_f64(rank[i] as f64),
+            };
+            scored.push((score, i));
+        }
+        scored.sort_by(|(sa, ia), (sb, ib)| sb.as_f64().total_cmp(&sa.as_f64()).then(ia.cmp(ib)));
+        scored.into_iter().map(|(_, i)| i).collect()
+    }
+
+    /// The unit direction of a pick: `τ = c/‖c‖`, or for `ortho-*` its Gram–Schmidt
+    /// residual against the earlier directions (classical, coefficients `q'τ`), or
+    /// `None` when that residual is numerically zero.
+    fn direction(&mut self, column: Tracked<F>, ortho: bool, tol: f64) -> Option<Tracked<F>> {
+        let mut tau = column;
+        let norm = dot(&tau.x, &tau.x).sqrt();
+        tau.scale(F::one() / norm);
+        if !ortho {
+            return Some(tau);
+        }
+        let mut q = tau.clone();
+        for earlier in &self.ortho {
+            q.add_scaled(-dot(&earlier.x, &tau.x), earlier);
+        }
+        let norm2 = dot(&q.x, &q.x);
+        if norm2.as_f64() <= tol {
+            return None;
+        }
+        q.scale(F::one() / norm2.sqrt());
+        self.ortho.push(q.clone());
+        Some(q)
+    }
+
+    /// One stage of the hotelling/projection families: one read of `K_0` for all picks.
+    fn fused_stage(&mut self, picks: &[usize], family: Family, ortho: bool, tol: f64, chosen: &mut Vec<usize>) {
+        let columns: Vec<Vec<F>> = picks.iter().map(|&i| self.column(i)).collect();
+        let weighted: Vec<Vec<F>> = columns.iter().map(|c| self.weighted(c)).collect();
+        let rhs: Vec<&[F]> = columns.iter().chain(&weighted).map(|c| c.as_slice()).collect();
+        let mut products = self.multiply(&rhs).into_iter();
+        let k0_columns: Vec<Vec<F>> = products.by_ref().take(picks.len()).collect();
+        let k0_weighted: Vec<Vec<F>> = products.collect();
+        let mut stage_terms: Vec<(Tracked<F>, Vec<F>)> = Vec::new();
+        for (s, ((&i, x), (k0x, k0dx))) in picks
+            .iter()
+            .zip(columns)
+            .zip(k0_columns.into_iter().zip(k0_weighted))
+            .enumerate()
+        {
+            let mut column = Tracked { x, k0x, k0dx };
+            for (u, v) in &stage_terms {
+                column.add_scaled(-v[i], u);
+            }
+            if s > 0 && self.weighted_norm2(&column.x) <= self.threshold[i] {
+                continue;
+            }
+            let Some(x) = self.direction(column, ortho, tol) else {
+                continue;
+            };
+            chosen.push(i);
+            let dx = self.weighted(&x.x);
+            let (u, v, h) = if family == Family::Hotelling {
+                let lambda = dot(&x.x, &self.apply(&x.x, &x.k0x));
+                let h: Vec<F> = self.apply_transposed(&dx, &x.k0dx).iter().map(|&h| lambda * h).collect();
+                let mut u = x.clone();
+                u.scale(lambda);
+                (u, x.x, h)
+            } else {
+                let v = self.apply_transposed(&x.x, &x.k0x);
+                let h = self.apply_transposed(&dx, &x.k0dx);
+                (x, v, h)
+            };
+            self.deflate(u.x.clone(), v.clone(), &h);
+            stage_terms.push((u, v));
+        }
+    }
+
+    /// One stage of the schur family: two reads of `K_0` per pick.
+    fn schur_stage(&mut self, picks: &[usize], ortho: bool, tol: f64, chosen: &mut Vec<usize>) {
+        for (s, &i) in picks.iter().enumerate() {
+            let column = self.column(i);
+            if s > 0 && self.weighted_norm2(&column) <= self.threshold[i] {
+                continue;
+            }
+            // Only `x` is needed here: the schur family takes no fused products.
+            let untracked = Tracked { x: column, k0x: Vec::new(), k0dx: Vec::new() };
+            let Some(x) = self.direction(untracked, ortho, tol) else {
+                continue;
+            };
+            chosen.push(i);
+            let k0x = self.multiply(&[&x.x]).remove(0);
+            let ktx = self.apply(&x.x, &k0x);
+            let lambda = dot(&x.x, &ktx);
+            if lambda <= F::zero() {
+                continue; // nothing left to deflate along x
+            }
+            let v = self.apply_transposed(&x.x, &k0x);
+            let u: Vec<F> = ktx.iter().map(|&value| value / lambda).collect();
+            let du = self.weighted(&u);
+            let k0du = self.multiply(&[&du]).remove(0);
+            let h = self.apply_transposed(&du, &k0du);
+            self.deflate(u, v, &h);
+        }
+    }
+}
+
+fn validate<F: Real>(kernel: &ArrayView2<F>, positive: &[bool], params: &GreedyParams) -> Result<()> {
+    let (rows, cols) = kernel.dim();
+    if rows != cols {
+        return Err(Error::invalid("K", format!("must be square, got shape ({rows}, {cols})")));
+    }
+    if positive.len() != rows {
+        return Err(Error::invalid(
+            "y",
+            format!("has {} labels but the kernel has {rows} rows", positive.len()),
+        ));
+    }
+    let m_pos = positive.iter().filter(|&&p| p).count();
+    if m_pos == 0 || m_pos == rows {
+        return Err(Error::invalid("y", "needs samples of both classes"));
+    }
+    if params.k == 0 || params.k > rows {
+        return Err(Error::invalid("k", format!("must be between 1 and {rows} (the sample size), got {}", params.k)));
+    }
+    if params.stages == 0 {
+        return Err(Error::invalid("stages", "must be at least 1"));
+    }
+    if let Some(tol) = params.tol {
+        if !(tol.is_finite() && tol >= 0.0) {
+            return Err(Error::invalid("tol", format!("must be a finite non-negative number, got {tol}")));
+        }
+    }
+    if let Some(order) = &params.random_order {
+        let mut seen = vec![false; rows];
+        let is_permutation = order.len() == rows
+            && order.iter().all(|&i| i < rows && !std::mem::replace(&mut seen[i], true));
+        if !is_permutation {
+            return Err(Error::invalid("random_order", format!("must be a permutation of 0..{rows}")));
+        }
+    }
+    Ok(())
+}
+
+/// Chooses up to `params.k` bases from the symmetric training kernel `kernel` (row- or
+/// column-major, borrowed, never written) for labels `positive` (`true` = class +1).
+pub fn select<F: Real>(kernel: ArrayView2<F>, positive: &[bool], params: &GreedyParams) -> Result<Selection> {
+    validate(&kernel, positive, params)?;
+    let m = kernel.nrows();
+    // A symmetric matrix reads the same in either memory order.
+    let data = kernel
+        .to_slice()
+        .or_else(|| kernel.reversed_axes().to_slice())
+        .ok_or_else(|| Error::invalid("K", "must be a contiguous array"))?;
+    let tol = params.tol.unwrap_or(F::DEFAULT_TOL);
+    let mut rank = Vec::new();
+    if params.criterion == Criterion::Random {
+        let order = params.random_order.clone().unwrap_or_else(|| random_order(m, params.seed));
+        rank = try_zeroed::<usize>(m, "the random order")?;
+        for (position, &i) in order.iter().enumerate() {
+            rank[i] = position;
+        }
+    }
+    let mut engine = Engine::new(data, m, positive, tol, params.n_threads)?;
+    let family = params.deflation.family();
+    let ortho = params.deflation.is_ortho();
+    let mut blocked = vec![false; m];
+    let mut chosen = Vec::with_capacity(params.k);
+    let mut stopped_early = false;
+    while chosen.len() < params.k {
+        let ranked = engine.ranked_candidates(params.criterion, &blocked, &rank);
+        if ranked.is_empty() {
+            stopped_early = true;
+            break;
+        }
+        let take = params.stages.min(params.k - chosen.len());
+        let picks = &ranked[..take.min(ranked.len())];
+        for &i in picks {
+            blocked[i] = true;
+        }
+        match family {
+            Family::None => chosen.extend_from_slice(picks),
+            Family::Hotelling | Family::Projection => engine.fused_stage(picks, family, ortho, tol, &mut chosen),
+            Family::Schur => engine.schur_stage(picks, ortho, tol, &mut chosen),
+        }
+    }
+    Ok(Selection {
+        indices: chosen,
+        stopped_early,
+        kernel_passes: engine.passes,
+    })
+}

@@ -1,0 +1,226 @@
+//! Kernel matrices, computed in row blocks in parallel.
+//!
+//! Each block is one GEMM of a slab of rows against the other set (ndarray's
+//! `general_mat_mul`, sequential inside a block so that a value never depends on the
+//! thread count), then the kernel's elementwise map. The symmetric Gram matrix computes
+//! only the upper block triangle and mirrors it, so it is exactly symmetric and costs
+//! half the exponentials.
+
+use crate::error::{try_zeroed, Error, Result};
+use crate::real::Real;
+use ndarray::linalg::general_mat_mul;
+use ndarray::{s, Array2, ArrayView2, ArrayViewMut2, Axis};
+use rayon::prelude::*;
+
+/// Rows per block: one block's GEMM output stays in cache while it is mapped.
+const BLOCK: usize = 64;
+
+/// A positive semi-definite kernel function.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Kernel {
+    /// `x·z`
+    Linear,
+    /// `exp(-gamma ‖x − z‖²)` (the papers' width `w` is `1/gamma`).
+    Rbf { gamma: f64 },
+    /// `(gamma x·z + coef0)^degree`
+    Poly { gamma: f64, degree: u32, coef0: f64 },
+}
+
+impl Kernel {
+    /// Checks the parameters once, before any work.
+    pub fn validate(&self) -> Result<()> {
+        match *self {
+            Kernel::Linear => Ok(()),
+            Kernel::Rbf { gamma } | Kernel::Poly { gamma, .. } if !(gamma.is_finite() && gamma > 0.0) => {
+                Err(Error::invalid("gamma", format!("must be a positive finite number, got {gamma}")))
+            }
+            Kernel::Poly { degree: 0, .. } => Err(Error::invalid("degree", "must be at least 1")),
+            Kernel::Poly { coef0, .. } if !coef0.is_finite() => {
+                Err(Error::invalid("coef0", format!("must be finite, got {coef0}")))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Maps inner products (and squared norms, for the RBF) to kernel values in place.
+    fn map_block<F: Real>(&self, mut block: ArrayViewMut2<F>, norms_x: &[F], norms_z: &[F]) {
+        match *self {
+            Kernel::Linear => {}
+            Kernel::Rbf { gamma } => {
+                let minus_gamma = F::from_f64(-gamma);
+                let two = F::from_f64(2.0);
+                for (row, &nx) in block.rows_mut().into_iter().zip(norms_x) {
+                    for (value, &nz) in row.into_iter().zip(norms_z) {
+                        // max(0, ·): rounding can make a tiny distance negative.
+                        let sq = (nx + nz - two * *value).max(F::zero());
+                        *value = (minus_gamma * sq).exp();
+                    }
+                }
+            }
+            Kernel::Poly { gamma, degree, coef0 } => {
+                let (gamma, coef0) = (F::from_f64(gamma), F::from_f64(coef0));
+                block.mapv_inplace(|g| (gamma * g + coef0).powi(degree as i32));
+            }
+        }
+    }
+}
+
+fn squared_norms<F: Real>(x: ArrayView2<F>) -> Vec<F> {
+    x.rows().into_iter().map(|r| r.dot(&r)).collect()
+}
+
+fn thread_pool(n_threads: usize) -> Result<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(n_threads.max(1))
+        .build()
+        .map_err(|e| Error::invalid("n_jobs", format!("could not start {n_threads} threads: {e}")))
+}
+
+fn allocate<F: Real>(rows: usize, cols: usize) -> Result<Array2<F>> {
+    let len = rows
+        .checked_mul(cols)
+        .ok_or(Error::OutOfMemory { what: "the kernel matrix", bytes: usize::MAX })?;
+    let buffer = try_zeroed::<F>(len, "the kernel matrix")?;
+    Ok(Array2::from_shape_vec((rows, cols), buffer).expect("length matches shape"))
+}
+
+/// The cross kernel `K[i, j] = κ(x_i, z_j)` (`n×p`), e.g. test points against bases.
+pub fn cross<F: Real>(
+    x: ArrayView2<F>,
+    z: ArrayView2<F>,
+    kernel: &Kernel,
+    n_threads: usize,
+) -> Result<Array2<F>> {
+    kernel.validate()?;
+    if x.ncols() != z.ncols() {
+        return Err(Error::invalid(
+            "X",
+            format!("has {} features but the other set has {}", x.ncols(), z.ncols()),
+        ));
+    }
+    let mut out = allocate::<F>(x.nrows(), z.nrows())?;
+    let (norms_x, norms_z) = (squared_norms(x), squared_norms(z));
+    let pool = thread_pool(n_threads)?;
+    pool.install(|| {
+        out.axis_chunks_iter_mut(Axis(0), BLOCK)
+            .into_par_iter()
+            .enumerate()
+            .for_each(|(b, mut block)| {
+                let rows = b * BLOCK..b * BLOCK + block.nrows();
+                general_mat_mul(F::one(), &x.slice(s![rows.clone(), ..]), &z.t(), F::zero(), &mut block);
+                kernel.map_block(block, &norms_x[rows], &norms_z);
+            });
+    });
+    Ok(out)
+}
+
+/// Raw pointer to the Gram buffer, shared by the mirroring tasks.
+struct SharedBuffer<F>(*mut F);
+// SAFETY: the mirroring tasks write disjoint lower-triangle entries and only read
+// upper-triangle entries, which no task writes (see `gram`).
+unsafe impl<F> Send for SharedBuffer<F> {}
+unsafe impl<F> Sync for SharedBuffer<F> {}
+
+/// The symmetric Gram matrix `K[i, j] = κ(x_i, x_j)` (`m×m`), exactly symmetric.
+pub fn gram<F: Real>(x: ArrayView2<F>, kernel: &Kernel, n_threads: usize) -> Result<Array2<F>> {
+    kernel.validate()?;
+    let m = x.nrows();
+    let mut out = allocate::<F>(m, m)?;
+    let norms = squared_norms(x);
+    let pool = thread_pool(n_threads)?;
+    pool.install(|| {
+        // Upper block triangle: block row b covers columns from its own diagonal on.
+        out.axis_chunks_iter_mut(Axis(0), BLOCK)
+            .into_par_iter()
+            .enumerate()
+            .for_each(|(b, mut block)| {
+                let start = b * BLOCK;
+                let rows = start..start + block.nrows();
+                let mut upper = block.slice_mut(s![.., start..]);
+                general_mat_mul(
+                    F::one(),
+                    &x.slice(s![rows.clone(), ..]),
+                    &x.slice(s![start.., ..]).t(),
+                    F::zero(),
+                    &mut upper,
+                );
+                kernel.map_block(upper.view_mut(), &norms[rows], &norms[start..]);
+                if let Kernel::Rbf { .. } = kernel {
+                    for local in 0..block.nrows() {
+                        block[[local, start + local]] = F::one();
+                    }
+                }
+            });
+        // Lower part: K[i, j] = K[j, i] for j < i, tile by tile for cache locality.
+        let buffer = SharedBuffer(out.as_mut_ptr());
+        let buffer = &buffer;
+        (0..m.div_ceil(BLOCK)).into_par_iter().for_each(|bi| {
+            let rows = bi * BLOCK..((bi + 1) * BLOCK).min(m);
+            for bj in 0..=bi {
+                let cols = bj * BLOCK..((bj + 1) * BLOCK).min(m);
+                for i in rows.clone() {
+                    for j in cols.clone().take_while(|&j| j < i) {
+                        // SAFETY: writes (i, j) with j < i, only from the task owning row
+                        // i; reads (j, i) with j < i, an upper entry nobody writes now.
+                        unsafe { *buffer.0.add(i * m + j) = *buffer.0.add(j * m + i) };
+                    }
+                }
+            }
+        });
+    });
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::Array2;
+
+    fn points(n: usize, d: usize, seed: u64) -> Array2<f64> {
+        let mut state = seed;
+        Array2::from_shape_fn((n, d), |_| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((state >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+        })
+    }
+
+    fn naive(x: &Array2<f64>, z: &Array2<f64>, kernel: &Kernel) -> Array2<f64> {
+        Array2::from_shape_fn((x.nrows(), z.nrows()), |(i, j)| {
+            let (a, b) = (x.row(i), z.row(j));
+            match *kernel {
+                Kernel::Linear => a.dot(&b),
+                Kernel::Rbf { gamma } => (-gamma * (&a - &b).mapv(|v| v * v).sum()).exp(),
+                Kernel::Poly { gamma, degree, coef0 } => (gamma * a.dot(&b) + coef0).powi(degree as i32),
+            }
+        })
+    }
+
+    #[test]
+    fn gram_and_cross_match_the_definitions_at_odd_sizes() {
+        let kernels = [
+            Kernel::Linear,
+            Kernel::Rbf { gamma: 0.7 },
+            Kernel::Poly { gamma: 0.5, degree: 3, coef0: 1.0 },
+        ];
+        for &(n, p, d) in &[(1, 1, 1), (3, 19, 2), (131, 67, 5)] {
+            let (x, z) = (points(n, d, 1), points(p, d, 2));
+            for kernel in &kernels {
+                let g = gram(x.view(), kernel, 2).unwrap();
+                let expected = naive(&x, &x, kernel);
+                assert!((&g - &expected).iter().all(|e| e.abs() < 1e-12));
+                assert_eq!(g, g.t(), "gram must be exactly symmetric");
+                let c = cross(x.view(), z.view(), kernel, 2).unwrap();
+                assert!((&c - &naive(&x, &z, kernel)).iter().all(|e| e.abs() < 1e-12));
+                assert_eq!(c, cross(x.view(), z.view(), kernel, 1).unwrap());
+            }
+        }
+    }
+
+    #[test]
+    fn bad_parameters_are_errors() {
+        let x = points(3, 2, 1);
+        assert!(gram(x.view(), &Kernel::Rbf { gamma: -1.0 }, 1).is_err());
+        assert!(gram(x.view(), &Kernel::Poly { gamma: 1.0, degree: 0, coef0: 1.0 }, 1).is_err());
+        assert!(cross(x.view(), points(2, 3, 1).view(), &Kernel::Linear, 1).is_err());
+    }
+}

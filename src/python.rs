@@ -1,0 +1,157 @@
+//! The Python binding: the only module that knows pyo3. Thin functions that borrow
+//! NumPy arrays without copying, release the GIL for the work, and map the core's
+//! errors to Python exceptions. Input validation of user data (shapes, dtypes,
+//! finiteness) happens once, in the Python layer; parameters are checked by the core.
+
+use crate::error::Error;
+use crate::greedy::{self, GreedyParams};
+use crate::kernel::{self, Kernel};
+use crate::real::Real;
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+
+impl From<Error> for PyErr {
+    fn from(error: Error) -> PyErr {
+        match error {
+            Error::InvalidArgument { .. } => PyValueError::new_err(error.to_string()),
+            Error::OutOfMemory { .. } => PyMemoryError::new_err(error.to_string()),
+        }
+    }
+}
+
+fn parse_kernel(name: &str, gamma: f64, degree: u32, coef0: f64) -> PyResult<Kernel> {
+    match name {
+        "rbf" => Ok(Kernel::Rbf { gamma }),
+        "linear" => Ok(Kernel::Linear),
+        "poly" => Ok(Kernel::Poly { gamma, degree, coef0 }),
+        other => Err(PyValueError::new_err(format!(
+            "kernel: unknown name {other:?}; expected one of rbf, linear, poly"
+        ))),
+    }
+}
+
+fn kernel_typed<'py, F: Real + numpy::Element>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, F>,
+    z: Option<PyReadonlyArray2<'py, F>>,
+    kernel: Kernel,
+    n_threads: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    let x_view = x.as_array();
+    let result = match &z {
+        None => py.detach(|| kernel::gram(x_view, &kernel, n_threads))?,
+        Some(z) => {
+            let z_view = z.as_array();
+            py.detach(|| kernel::cross(x_view, z_view, &kernel, n_threads))?
+        }
+    };
+    Ok(result.into_pyarray(py).into_any())
+}
+
+/// Kernel matrix of the rows of `x` (with themselves, or against `z`), float32 or float64.
+#[pyfunction]
+#[pyo3(signature = (x, z=None, *, kernel="rbf", gamma=1.0, degree=3, coef0=1.0, n_threads=1))]
+#[allow(clippy::too_many_arguments)]
+fn kernel_matrix<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    z: Option<&Bound<'py, PyAny>>,
+    kernel: &str,
+    gamma: f64,
+    degree: u32,
+    coef0: f64,
+    n_threads: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    let kernel = parse_kernel(kernel, gamma, degree, coef0)?;
+    if let Ok(x64) = x.extract::<PyReadonlyArray2<f64>>() {
+        let z64 = z.map(|z| z.extract::<PyReadonlyArray2<f64>>()).transpose()
+            .map_err(|_| PyTypeError::new_err("z: must be a 2-D float64 array like x"))?;
+        return kernel_typed(py, x64, z64, kernel, n_threads);
+    }
+    if let Ok(x32) = x.extract::<PyReadonlyArray2<f32>>() {
+        let z32 = z.map(|z| z.extract::<PyReadonlyArray2<f32>>()).transpose()
+            .map_err(|_| PyTypeError::new_err("z: must be a 2-D float32 array like x"))?;
+        return kernel_typed(py, x32, z32, kernel, n_threads);
+    }
+    Err(PyTypeError::new_err("x: must be a 2-D float32 or float64 NumPy array"))
+}
+
+fn select_typed<'py, F: Real + numpy::Element>(
+    py: Python<'py>,
+    kernel: PyReadonlyArray2<'py, F>,
+    positive: &[bool],
+    params: &GreedyParams,
+) -> PyResult<(Bound<'py, PyArray1<i64>>, bool, usize)> {
+    let view = kernel.as_array();
+    let selection = py.detach(|| greedy::select(view, positive, params))?;
+    let indices: Vec<i64> = selection.indices.iter().map(|&i| i as i64).collect();
+    Ok((indices.into_pyarray(py), selection.stopped_early, selection.kernel_passes))
+}
+
+/// Greedy basis selection over a precomputed symmetric kernel (borrowed, not copied).
+///
+/// Returns `(indices, stopped_early, kernel_passes)`.
+#[pyfunction]
+#[pyo3(signature = (kernel, positive, k, *, criterion="optimal", deflation="schur", stages=1, random_order=None, seed=0, tol=None, n_threads=1))]
+#[allow(clippy::too_many_arguments)]
+fn greedy_select<'py>(
+    py: Python<'py>,
+    kernel: &Bound<'py, PyAny>,
+    positive: PyReadonlyArray1<'py, bool>,
+    k: usize,
+    criterion: &str,
+    deflation: &str,
+    stages: usize,
+    random_order: Option<PyReadonlyArray1<'py, i64>>,
+    seed: u64,
+    tol: Option<f64>,
+    n_threads: usize,
+) -> PyResult<(Bound<'py, PyArray1<i64>>, bool, usize)> {
+    let random_order = match random_order {
+        None => None,
+        Some(order) => Some(
+            order
+                .as_array()
+                .iter()
+                .map(|&i| usize::try_from(i).map_err(|_| PyValueError::new_err("random_order: indices must be non-negative")))
+                .collect::<PyResult<Vec<usize>>>()?,
+        ),
+    };
+    let params = GreedyParams {
+        k,
+        criterion: criterion.parse()?,
+        deflation: deflation.parse()?,
+        stages,
+        random_order,
+        seed,
+        tol,
+        n_threads,
+    };
+    let positive = positive.as_slice().map_err(|_| PyValueError::new_err("positive: must be contiguous"))?.to_vec();
+    if let Ok(k64) = kernel.extract::<PyReadonlyArray2<f64>>() {
+        return select_typed(py, k64, &positive, &params);
+    }
+    if let Ok(k32) = kernel.extract::<PyReadonlyArray2<f32>>() {
+        return select_typed(py, k32, &positive, &params);
+    }
+    Err(PyTypeError::new_err("K: must be a 2-D float32 or float64 NumPy array"))
+}
+
+/// Default relative tolerance of the numerical guards for a dtype name.
+#[pyfunction]
+fn default_tol(dtype: &str) -> PyResult<f64> {
+    match dtype {
+        "float32" => Ok(<f32 as Real>::DEFAULT_TOL),
+        "float64" => Ok(<f64 as Real>::DEFAULT_TOL),
+        other => Err(PyValueError::new_err(format!("dtype: expected float32 or float64, got {other:?}"))),
+    }
+}
+
+#[pymodule]
+fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_function(wrap_pyfunction!(kernel_matrix, module)?)?;
+    module.add_function(wrap_pyfunction!(greedy_select, module)?)?;
+    module.add_function(wrap_pyfunction!(default_tol, module)?)?;
+    Ok(())
+}
