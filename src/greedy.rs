@@ -104,10 +104,19 @@ impl Deflation {
 }
 
 fn parse_name<T: Copy>(all: &[(T, &'static str)], name: &str, argument: &'static str) -> Result<T> {
-    all.iter().find(|(_, n)| *n == name).map(|(v, _)| *v).ok_or_else(|| {
-        let names: Vec<&str> = all.iter().map(|(_, n)| *n).collect();
-        Error::invalid(argument, format!("unknown name {name:?}; expected one of {}", names.join(", ")))
-    })
+    all.iter()
+        .find(|(_, n)| *n == name)
+        .map(|(v, _)| *v)
+        .ok_or_else(|| {
+            let names: Vec<&str> = all.iter().map(|(_, n)| *n).collect();
+            Error::invalid(
+                argument,
+                format!(
+                    "unknown name {name:?}; expected one of {}",
+                    names.join(", ")
+                ),
+            )
+        })
 }
 
 impl FromStr for Criterion {
@@ -306,23 +315,49 @@ impl<'a, F: Real> Engine<'a, F> {
 }
 
 impl<'a, F: Real> Engine<'a, F> {
-    fn new(kernel: &'a [F], m: usize, positive: &'a [bool], tol: f64, n_threads: usize) -> Result<Self> {
+    fn new(
+        kernel: &'a [F],
+        m: usize,
+        positive: &'a [bool],
+        tol: f64,
+        n_threads: usize,
+    ) -> Result<Self> {
         let m_pos = positive.iter().filter(|&&p| p).count();
         let m_neg = m - m_pos;
         let mf = m as f64;
         let weight: Vec<F> = positive
             .iter()
-            .map(|&p| F::from_f64(if p { 2.0 * m_neg as f64 / mf } else { 2.0 * m_pos as f64 / mf }))
+            .map(|&p| {
+                F::from_f64(if p {
+                    2.0 * m_neg as f64 / mf
+                } else {
+                    2.0 * m_pos as f64 / mf
+                })
+            })
             .collect();
         let indicator = |want: bool| -> Vec<F> {
-            positive.iter().map(|&p| if p == want { F::one() } else { F::zero() }).collect()
+            positive
+                .iter()
+                .map(|&p| if p == want { F::one() } else { F::zero() })
+                .collect()
         };
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(n_threads.max(1))
             .build()
-            .map_err(|e| Error::invalid("n_jobs", format!("could not start {n_threads} threads: {e}")))?;
-        let (p, n, d) =
-            passes::column_statistics(&pool, kernel, m, &indicator(true), &indicator(false), &weight);
+            .map_err(|e| {
+                Error::invalid(
+                    "n_jobs",
+                    format!("could not start {n_threads} threads: {e}"),
+                )
+            })?;
+        let (p, n, d) = passes::column_statistics(
+            &pool,
+            kernel,
+            m,
+            &indicator(true),
+            &indicator(false),
+            &weight,
+        );
         let threshold = d.iter().map(|&d0| F::from_f64(tol) * d0).collect();
         Ok(Engine {
             kernel,
@@ -345,14 +380,20 @@ impl<'a, F: Real> Engine<'a, F> {
 
     /// Score of every admissible candidate (higher is better), best first, ties to the
     /// lowest index.
-    fn ranked_candidates(&self, criterion: Criterion, blocked: &[bool], rank: &[usize]) -> Vec<usize> {
+    fn ranked_candidates(
+        &self,
+        criterion: Criterion,
+        blocked: &[bool],
+        rank: &[usize],
+    ) -> Vec<usize> {
         let mut scored: Vec<(F, usize)> = Vec::new();
         for i in 0..self.m {
             if blocked[i] || self.d[i] <= self.threshold[i] {
                 continue;
             }
             let a = self.p[i] - self.n[i];
-            let denominator = self.d[i] - self.alpha * self.p[i] * self.p[i] - self.beta * self.n[i] * self.n[i];
+            let denominator =
+                self.d[i] - self.alpha * self.p[i] * self.p[i] - self.beta * self.n[i] * self.n[i];
             if criterion.uses_denominator() && denominator <= self.threshold[i] {
                 continue;
             }
@@ -393,10 +434,21 @@ impl<'a, F: Real> Engine<'a, F> {
     }
 
     /// One stage of the hotelling/projection families: one read of `K_0` for all picks.
-    fn fused_stage(&mut self, picks: &[usize], family: Family, ortho: bool, tol: f64, chosen: &mut Vec<usize>) {
+    fn fused_stage(
+        &mut self,
+        picks: &[usize],
+        family: Family,
+        ortho: bool,
+        tol: f64,
+        chosen: &mut Vec<usize>,
+    ) {
         let columns: Vec<Vec<F>> = picks.iter().map(|&i| self.column(i)).collect();
         let weighted: Vec<Vec<F>> = columns.iter().map(|c| self.weighted(c)).collect();
-        let rhs: Vec<&[F]> = columns.iter().chain(&weighted).map(|c| c.as_slice()).collect();
+        let rhs: Vec<&[F]> = columns
+            .iter()
+            .chain(&weighted)
+            .map(|c| c.as_slice())
+            .collect();
         let mut products = self.multiply(&rhs).into_iter();
         let k0_columns: Vec<Vec<F>> = products.by_ref().take(picks.len()).collect();
         let k0_weighted: Vec<Vec<F>> = products.collect();
@@ -421,7 +473,11 @@ impl<'a, F: Real> Engine<'a, F> {
             let dx = self.weighted(&x.x);
             let (u, v, h) = if family == Family::Hotelling {
                 let lambda = dot(&x.x, &self.apply(&x.x, &x.k0x));
-                let h: Vec<F> = self.apply_transposed(&dx, &x.k0dx).iter().map(|&h| lambda * h).collect();
+                let h: Vec<F> = self
+                    .apply_transposed(&dx, &x.k0dx)
+                    .iter()
+                    .map(|&h| lambda * h)
+                    .collect();
                 let mut u = x.clone();
                 u.scale(lambda);
                 (u, x.x, h)
@@ -443,7 +499,11 @@ impl<'a, F: Real> Engine<'a, F> {
                 continue;
             }
             // Only `x` is needed here: the schur family takes no fused products.
-            let untracked = Tracked { x: column, k0x: Vec::new(), k0dx: Vec::new() };
+            let untracked = Tracked {
+                x: column,
+                k0x: Vec::new(),
+                k0dx: Vec::new(),
+            };
             let Some(x) = self.direction(untracked, ortho, tol) else {
                 continue;
             };
@@ -464,15 +524,25 @@ impl<'a, F: Real> Engine<'a, F> {
     }
 }
 
-fn validate<F: Real>(kernel: &ArrayView2<F>, positive: &[bool], params: &GreedyParams) -> Result<()> {
+fn validate<F: Real>(
+    kernel: &ArrayView2<F>,
+    positive: &[bool],
+    params: &GreedyParams,
+) -> Result<()> {
     let (rows, cols) = kernel.dim();
     if rows != cols {
-        return Err(Error::invalid("K", format!("must be square, got shape ({rows}, {cols})")));
+        return Err(Error::invalid(
+            "K",
+            format!("must be square, got shape ({rows}, {cols})"),
+        ));
     }
     if positive.len() != rows {
         return Err(Error::invalid(
             "y",
-            format!("has {} labels but the kernel has {rows} rows", positive.len()),
+            format!(
+                "has {} labels but the kernel has {rows} rows",
+                positive.len()
+            ),
         ));
     }
     let m_pos = positive.iter().filter(|&&p| p).count();
@@ -480,22 +550,36 @@ fn validate<F: Real>(kernel: &ArrayView2<F>, positive: &[bool], params: &GreedyP
         return Err(Error::invalid("y", "needs samples of both classes"));
     }
     if params.k == 0 || params.k > rows {
-        return Err(Error::invalid("k", format!("must be between 1 and {rows} (the sample size), got {}", params.k)));
+        return Err(Error::invalid(
+            "k",
+            format!(
+                "must be between 1 and {rows} (the sample size), got {}",
+                params.k
+            ),
+        ));
     }
     if params.stages == 0 {
         return Err(Error::invalid("stages", "must be at least 1"));
     }
     if let Some(tol) = params.tol {
         if !(tol.is_finite() && tol >= 0.0) {
-            return Err(Error::invalid("tol", format!("must be a finite non-negative number, got {tol}")));
+            return Err(Error::invalid(
+                "tol",
+                format!("must be a finite non-negative number, got {tol}"),
+            ));
         }
     }
     if let Some(order) = &params.random_order {
         let mut seen = vec![false; rows];
         let is_permutation = order.len() == rows
-            && order.iter().all(|&i| i < rows && !std::mem::replace(&mut seen[i], true));
+            && order
+                .iter()
+                .all(|&i| i < rows && !std::mem::replace(&mut seen[i], true));
         if !is_permutation {
-            return Err(Error::invalid("random_order", format!("must be a permutation of 0..{rows}")));
+            return Err(Error::invalid(
+                "random_order",
+                format!("must be a permutation of 0..{rows}"),
+            ));
         }
     }
     Ok(())
@@ -503,7 +587,11 @@ fn validate<F: Real>(kernel: &ArrayView2<F>, positive: &[bool], params: &GreedyP
 
 /// Chooses up to `params.k` bases from the symmetric training kernel `kernel` (row- or
 /// column-major, borrowed, never written) for labels `positive` (`true` = class +1).
-pub fn select<F: Real>(kernel: ArrayView2<F>, positive: &[bool], params: &GreedyParams) -> Result<Selection> {
+pub fn select<F: Real>(
+    kernel: ArrayView2<F>,
+    positive: &[bool],
+    params: &GreedyParams,
+) -> Result<Selection> {
     validate(&kernel, positive, params)?;
     let m = kernel.nrows();
     // A symmetric matrix reads the same in either memory order.
@@ -514,7 +602,10 @@ pub fn select<F: Real>(kernel: ArrayView2<F>, positive: &[bool], params: &Greedy
     let tol = params.tol.unwrap_or(F::DEFAULT_TOL);
     let mut rank = Vec::new();
     if params.criterion == Criterion::Random {
-        let order = params.random_order.clone().unwrap_or_else(|| random_order(m, params.seed));
+        let order = params
+            .random_order
+            .clone()
+            .unwrap_or_else(|| random_order(m, params.seed));
         rank = try_zeroed::<usize>(m, "the random order")?;
         for (position, &i) in order.iter().enumerate() {
             rank[i] = position;
@@ -539,7 +630,9 @@ pub fn select<F: Real>(kernel: ArrayView2<F>, positive: &[bool], params: &Greedy
         }
         match family {
             Family::None => chosen.extend_from_slice(picks),
-            Family::Hotelling | Family::Projection => engine.fused_stage(picks, family, ortho, tol, &mut chosen),
+            Family::Hotelling | Family::Projection => {
+                engine.fused_stage(picks, family, ortho, tol, &mut chosen)
+            }
             Family::Schur => engine.schur_stage(picks, ortho, tol, &mut chosen),
         }
     }
@@ -548,4 +641,324 @@ pub fn select<F: Real>(kernel: ArrayView2<F>, positive: &[bool], params: &Greedy
         stopped_early,
         kernel_passes: engine.passes,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::{gram, Kernel};
+    use ndarray::Array2;
+    use proptest::prelude::*;
+
+    fn problem(m: usize, d: usize, seed: u64) -> (Array2<f64>, Vec<bool>) {
+        let mut state = seed.wrapping_add(1);
+        let mut uniform = move || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let x = Array2::from_shape_fn((m, d), |_| 2.0 * uniform() - 1.0);
+        let labels = (0..m)
+            .map(|i| x[[i, 0]] + 0.5 * (3.0 * x[[i, 1]]).sin() + 0.3 * (uniform() - 0.5) > 0.0)
+            .collect();
+        (
+            gram(x.view(), &Kernel::Rbf { gamma: 1.5 }, 1).unwrap(),
+            labels,
+        )
+    }
+
+    /// Explicit deflation, straight from the equations: the oracle of the implicit engine.
+    fn explicit_select(
+        kernel: &Array2<f64>,
+        positive: &[bool],
+        params: &GreedyParams,
+    ) -> Vec<usize> {
+        let m = kernel.nrows();
+        let tol = params.tol.unwrap_or(f64::DEFAULT_TOL);
+        let m_pos = positive.iter().filter(|&&p| p).count() as f64;
+        let m_neg = m as f64 - m_pos;
+        let mf = m as f64;
+        let weight: Vec<f64> = positive
+            .iter()
+            .map(|&p| {
+                if p {
+                    2.0 * m_neg / mf
+                } else {
+                    2.0 * m_pos / mf
+                }
+            })
+            .collect();
+        let (alpha, beta) = (2.0 * m_neg / (mf * m_pos), 2.0 * m_pos / (mf * m_neg));
+        let stats = |kt: &Array2<f64>, i: usize| {
+            let col = kt.column(i);
+            let p: f64 = (0..m).filter(|&j| positive[j]).map(|j| col[j]).sum();
+            let n: f64 = (0..m).filter(|&j| !positive[j]).map(|j| col[j]).sum();
+            let d: f64 = (0..m).map(|j| weight[j] * col[j] * col[j]).sum();
+            (p, n, d)
+        };
+        let mut kt = kernel.clone();
+        let threshold: Vec<f64> = (0..m).map(|i| tol * stats(&kt, i).2).collect();
+        let (mut blocked, mut chosen, mut directions) =
+            (vec![false; m], Vec::new(), Vec::<Vec<f64>>::new());
+        while chosen.len() < params.k {
+            let mut scored = Vec::new();
+            for i in (0..m).filter(|&i| !blocked[i]) {
+                let (p, n, d) = stats(&kt, i);
+                let (a, denominator) = (p - n, d - alpha * p * p - beta * n * n);
+                if d <= threshold[i]
+                    || (params.criterion.uses_denominator() && denominator <= threshold[i])
+                {
+                    continue;
+                }
+                let score = match params.criterion {
+                    Criterion::Optimal => a * a / denominator,
+                    Criterion::Pseudo => a * a,
+                    Criterion::Reverse => -(a * a / denominator),
+                    Criterion::ReversePseudo => -(a * a),
+                    Criterion::Random => unreachable!("not tested here"),
+                };
+                scored.push((score, i));
+            }
+            if scored.is_empty() {
+                break;
+            }
+            scored.sort_by(|(sa, ia), (sb, ib)| sb.total_cmp(sa).then(ia.cmp(ib)));
+            let take = params.stages.min(params.k - chosen.len());
+            for (s, &(_, i)) in scored.iter().take(take).enumerate() {
+                blocked[i] = true;
+                let column = kt.column(i).to_vec();
+                if s > 0 && stats(&kt, i).2 <= threshold[i] {
+                    continue;
+                }
+                let norm = column.iter().map(|v| v * v).sum::<f64>().sqrt();
+                let tau: Vec<f64> = column.iter().map(|v| v / norm).collect();
+                let mut x = tau.clone();
+                if params.deflation.is_ortho() {
+                    for q in &directions {
+                        let c: f64 = q.iter().zip(&tau).map(|(a, b)| a * b).sum();
+                        x.iter_mut().zip(q).for_each(|(x, q)| *x -= c * q);
+                    }
+                    let n2: f64 = x.iter().map(|v| v * v).sum();
+                    if n2 <= tol {
+                        continue;
+                    }
+                    x.iter_mut().for_each(|v| *v /= n2.sqrt());
+                    directions.push(x.clone());
+                }
+                chosen.push(i);
+                let xv = ndarray::Array1::from(x);
+                let ktx = kt.dot(&xv);
+                let kttx = kt.t().dot(&xv);
+                let lambda = xv.dot(&ktx);
+                let outer = |u: &ndarray::Array1<f64>, v: &ndarray::Array1<f64>| {
+                    Array2::from_shape_fn((m, m), |(r, c)| u[r] * v[c])
+                };
+                match params.deflation.family() {
+                    Family::None => {}
+                    Family::Hotelling => kt = &kt - &(outer(&xv, &xv) * lambda),
+                    Family::Projection => kt = &kt - &outer(&xv, &kttx),
+                    Family::Schur if lambda > 0.0 => kt = &kt - &(outer(&ktx, &kttx) / lambda),
+                    Family::Schur => {}
+                }
+            }
+        }
+        chosen
+    }
+
+    #[test]
+    fn implicit_engine_matches_explicit_deflation() {
+        for seed in 0..3 {
+            let (kernel, positive) = problem(61 + 10 * seed as usize, 3, seed);
+            for &(criterion, _) in Criterion::ALL
+                .iter()
+                .filter(|(c, _)| *c != Criterion::Random)
+            {
+                for &(deflation, name) in &Deflation::ALL {
+                    for stages in [1, 2, 5] {
+                        let params = GreedyParams {
+                            k: 15,
+                            criterion,
+                            deflation,
+                            stages,
+                            ..GreedyParams::default()
+                        };
+                        let expected = explicit_select(&kernel, &positive, &params);
+                        let actual = select(kernel.view(), &positive, &params).unwrap().indices;
+                        assert_eq!(
+                            actual, expected,
+                            "{criterion:?} {name} S={stages} seed={seed}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn passes_over_the_kernel_are_one_per_stage_or_two_per_schur_pick() {
+        let (kernel, positive) = problem(90, 3, 7);
+        let count = |deflation, stages| {
+            let params = GreedyParams {
+                k: 20,
+                deflation,
+                stages,
+                ..GreedyParams::default()
+            };
+            select(kernel.view(), &positive, &params)
+                .unwrap()
+                .kernel_passes
+        };
+        assert_eq!(count(Deflation::Projection, 1), 1 + 20);
+        assert_eq!(count(Deflation::Projection, 5), 1 + 4);
+        assert_eq!(count(Deflation::OrthoHotelling, 10), 1 + 2);
+        assert_eq!(count(Deflation::Schur, 1), 1 + 40);
+        assert_eq!(count(Deflation::None, 1), 1);
+    }
+
+    #[test]
+    fn f32_and_f64_choose_the_same_bases_on_a_well_conditioned_problem() {
+        let (kernel, positive) = problem(80, 3, 11);
+        let kernel32 = kernel.mapv(|v| v as f32);
+        for &(deflation, name) in &Deflation::ALL {
+            let params = GreedyParams {
+                k: 8,
+                deflation,
+                ..GreedyParams::default()
+            };
+            let a = select(kernel.view(), &positive, &params).unwrap().indices;
+            let b = select(kernel32.view(), &positive, &params).unwrap().indices;
+            assert_eq!(a, b, "{name}");
+        }
+    }
+
+    #[test]
+    fn column_major_kernels_are_read_as_their_transpose() {
+        let (kernel, positive) = problem(50, 2, 3);
+        let fortran = kernel.t().as_standard_layout().into_owned().reversed_axes();
+        assert!(fortran.as_slice().is_none());
+        let params = GreedyParams {
+            k: 10,
+            ..GreedyParams::default()
+        };
+        assert_eq!(
+            select(fortran.view(), &positive, &params).unwrap(),
+            select(kernel.view(), &positive, &params).unwrap()
+        );
+    }
+
+    #[test]
+    fn invalid_parameters_name_the_argument() {
+        let (kernel, positive) = problem(20, 2, 1);
+        let run = |params: GreedyParams, positive: &[bool]| {
+            select(kernel.view(), positive, &params).unwrap_err()
+        };
+        let argument = |e: Error| match e {
+            Error::InvalidArgument { argument, .. } => argument,
+            other => panic!("unexpected {other:?}"),
+        };
+        assert_eq!(
+            argument(run(
+                GreedyParams {
+                    k: 0,
+                    ..Default::default()
+                },
+                &positive
+            )),
+            "k"
+        );
+        assert_eq!(
+            argument(run(
+                GreedyParams {
+                    k: 21,
+                    ..Default::default()
+                },
+                &positive
+            )),
+            "k"
+        );
+        assert_eq!(
+            argument(run(
+                GreedyParams {
+                    stages: 0,
+                    ..Default::default()
+                },
+                &positive
+            )),
+            "stages"
+        );
+        assert_eq!(argument(run(GreedyParams::default(), &positive[..5])), "y");
+        assert_eq!(argument(run(GreedyParams::default(), &[true; 20])), "y");
+        let bad_order = GreedyParams {
+            criterion: Criterion::Random,
+            random_order: Some(vec![0; 20]),
+            ..Default::default()
+        };
+        assert_eq!(argument(run(bad_order, &positive)), "random_order");
+        assert_eq!(
+            argument("best".parse::<Criterion>().unwrap_err()),
+            "criterion"
+        );
+        assert_eq!(
+            argument("qr".parse::<Deflation>().unwrap_err()),
+            "deflation"
+        );
+        let rectangular = Array2::<f64>::zeros((3, 4));
+        assert_eq!(
+            argument(
+                select(rectangular.view(), &positive[..3], &GreedyParams::default()).unwrap_err()
+            ),
+            "K"
+        );
+    }
+
+    #[test]
+    fn random_order_is_a_seeded_permutation() {
+        let a = random_order(100, 5);
+        let mut sorted = a.clone();
+        sorted.sort();
+        assert_eq!(sorted, (0..100).collect::<Vec<_>>());
+        assert_eq!(a, random_order(100, 5));
+        assert_ne!(a, random_order(100, 6));
+    }
+
+    #[test]
+    fn public_types_are_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<GreedyParams>();
+        check::<Selection>();
+        check::<Kernel>();
+        check::<Error>();
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn any_problem_gives_distinct_in_range_indices_without_panicking(
+            m in 2usize..40, seed in 0u64..1000, k_frac in 0.0f64..1.0, stages in 1usize..6,
+            criterion in 0usize..5, deflation in 0usize..7, duplicate in proptest::bool::ANY,
+        ) {
+            let (mut kernel, mut positive) = problem(m, 2, seed);
+            positive[0] = true;
+            positive[m - 1] = false;
+            if duplicate && m > 2 {
+                // Two identical points: degenerate columns must be skipped, not crash.
+                let row = kernel.row(0).to_owned();
+                kernel.row_mut(1).assign(&row);
+                let column = kernel.column(0).to_owned();
+                kernel.column_mut(1).assign(&column);
+            }
+            let k = 1 + ((m - 1) as f64 * k_frac) as usize;
+            let params = GreedyParams {
+                k, stages, criterion: Criterion::ALL[criterion].0, deflation: Deflation::ALL[deflation].0,
+                seed, ..GreedyParams::default()
+            };
+            let selection = select(kernel.view(), &positive, &params).unwrap();
+            let mut seen = vec![false; m];
+            prop_assert!(selection.indices.len() <= k);
+            for &i in &selection.indices {
+                prop_assert!(i < m && !std::mem::replace(&mut seen[i], true));
+            }
+        }
+    }
 }

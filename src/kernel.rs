@@ -31,13 +31,19 @@ impl Kernel {
     pub fn validate(&self) -> Result<()> {
         match *self {
             Kernel::Linear => Ok(()),
-            Kernel::Rbf { gamma } | Kernel::Poly { gamma, .. } if !(gamma.is_finite() && gamma > 0.0) => {
-                Err(Error::invalid("gamma", format!("must be a positive finite number, got {gamma}")))
+            Kernel::Rbf { gamma } | Kernel::Poly { gamma, .. }
+                if !(gamma.is_finite() && gamma > 0.0) =>
+            {
+                Err(Error::invalid(
+                    "gamma",
+                    format!("must be a positive finite number, got {gamma}"),
+                ))
             }
             Kernel::Poly { degree: 0, .. } => Err(Error::invalid("degree", "must be at least 1")),
-            Kernel::Poly { coef0, .. } if !coef0.is_finite() => {
-                Err(Error::invalid("coef0", format!("must be finite, got {coef0}")))
-            }
+            Kernel::Poly { coef0, .. } if !coef0.is_finite() => Err(Error::invalid(
+                "coef0",
+                format!("must be finite, got {coef0}"),
+            )),
             _ => Ok(()),
         }
     }
@@ -57,7 +63,11 @@ impl Kernel {
                     }
                 }
             }
-            Kernel::Poly { gamma, degree, coef0 } => {
+            Kernel::Poly {
+                gamma,
+                degree,
+                coef0,
+            } => {
                 let (gamma, coef0) = (F::from_f64(gamma), F::from_f64(coef0));
                 block.mapv_inplace(|g| (gamma * g + coef0).powi(degree as i32));
             }
@@ -73,13 +83,19 @@ fn thread_pool(n_threads: usize) -> Result<rayon::ThreadPool> {
     rayon::ThreadPoolBuilder::new()
         .num_threads(n_threads.max(1))
         .build()
-        .map_err(|e| Error::invalid("n_jobs", format!("could not start {n_threads} threads: {e}")))
+        .map_err(|e| {
+            Error::invalid(
+                "n_jobs",
+                format!("could not start {n_threads} threads: {e}"),
+            )
+        })
 }
 
 fn allocate<F: Real>(rows: usize, cols: usize) -> Result<Array2<F>> {
-    let len = rows
-        .checked_mul(cols)
-        .ok_or(Error::OutOfMemory { what: "the kernel matrix", bytes: usize::MAX })?;
+    let len = rows.checked_mul(cols).ok_or(Error::OutOfMemory {
+        what: "the kernel matrix",
+        bytes: usize::MAX,
+    })?;
     let buffer = try_zeroed::<F>(len, "the kernel matrix")?;
     Ok(Array2::from_shape_vec((rows, cols), buffer).expect("length matches shape"))
 }
@@ -95,7 +111,11 @@ pub fn cross<F: Real>(
     if x.ncols() != z.ncols() {
         return Err(Error::invalid(
             "X",
-            format!("has {} features but the other set has {}", x.ncols(), z.ncols()),
+            format!(
+                "has {} features but the other set has {}",
+                x.ncols(),
+                z.ncols()
+            ),
         ));
     }
     let mut out = allocate::<F>(x.nrows(), z.nrows())?;
@@ -107,7 +127,13 @@ pub fn cross<F: Real>(
             .enumerate()
             .for_each(|(b, mut block)| {
                 let rows = b * BLOCK..b * BLOCK + block.nrows();
-                general_mat_mul(F::one(), &x.slice(s![rows.clone(), ..]), &z.t(), F::zero(), &mut block);
+                general_mat_mul(
+                    F::one(),
+                    &x.slice(s![rows.clone(), ..]),
+                    &z.t(),
+                    F::zero(),
+                    &mut block,
+                );
                 kernel.map_block(block, &norms_x[rows], &norms_z);
             });
     });
@@ -179,7 +205,9 @@ mod tests {
     fn points(n: usize, d: usize, seed: u64) -> Array2<f64> {
         let mut state = seed;
         Array2::from_shape_fn((n, d), |_| {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             ((state >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
         })
     }
@@ -190,7 +218,11 @@ mod tests {
             match *kernel {
                 Kernel::Linear => a.dot(&b),
                 Kernel::Rbf { gamma } => (-gamma * (&a - &b).mapv(|v| v * v).sum()).exp(),
-                Kernel::Poly { gamma, degree, coef0 } => (gamma * a.dot(&b) + coef0).powi(degree as i32),
+                Kernel::Poly {
+                    gamma,
+                    degree,
+                    coef0,
+                } => (gamma * a.dot(&b) + coef0).powi(degree as i32),
             }
         })
     }
@@ -200,7 +232,11 @@ mod tests {
         let kernels = [
             Kernel::Linear,
             Kernel::Rbf { gamma: 0.7 },
-            Kernel::Poly { gamma: 0.5, degree: 3, coef0: 1.0 },
+            Kernel::Poly {
+                gamma: 0.5,
+                degree: 3,
+                coef0: 1.0,
+            },
         ];
         for &(n, p, d) in &[(1, 1, 1), (3, 19, 2), (131, 67, 5)] {
             let (x, z) = (points(n, d, 1), points(p, d, 2));
@@ -210,7 +246,9 @@ mod tests {
                 assert!((&g - &expected).iter().all(|e| e.abs() < 1e-12));
                 assert_eq!(g, g.t(), "gram must be exactly symmetric");
                 let c = cross(x.view(), z.view(), kernel, 2).unwrap();
-                assert!((&c - &naive(&x, &z, kernel)).iter().all(|e| e.abs() < 1e-12));
+                assert!((&c - &naive(&x, &z, kernel))
+                    .iter()
+                    .all(|e| e.abs() < 1e-12));
                 assert_eq!(c, cross(x.view(), z.view(), kernel, 1).unwrap());
             }
         }
@@ -220,7 +258,16 @@ mod tests {
     fn bad_parameters_are_errors() {
         let x = points(3, 2, 1);
         assert!(gram(x.view(), &Kernel::Rbf { gamma: -1.0 }, 1).is_err());
-        assert!(gram(x.view(), &Kernel::Poly { gamma: 1.0, degree: 0, coef0: 1.0 }, 1).is_err());
+        assert!(gram(
+            x.view(),
+            &Kernel::Poly {
+                gamma: 1.0,
+                degree: 0,
+                coef0: 1.0
+            },
+            1
+        )
+        .is_err());
         assert!(cross(x.view(), points(2, 3, 1).view(), &Kernel::Linear, 1).is_err());
     }
 }

@@ -30,15 +30,13 @@ fn dots<F: Real, const R: usize>(row: &[F], rhs: [&[F]; R]) -> [F; R] {
         }
     }
     let mut result = [F::zero(); R];
-    for j in 0..R {
-        let mut sum = F::zero();
-        for lane in 0..LANES {
-            sum += acc[j][lane];
+    for ((sum, lanes), x) in result.iter_mut().zip(&acc).zip(rhs.iter()) {
+        for &partial in lanes {
+            *sum += partial;
         }
-        for l in body..n {
-            sum += row[l] * rhs[j][l];
+        for (value, xv) in row[body..].iter().zip(&x[body..]) {
+            *sum += *value * *xv;
         }
-        result[j] = sum;
     }
     result
 }
@@ -140,7 +138,9 @@ mod tests {
     #[test]
     fn multiply_matches_naive_for_odd_sizes_and_any_thread_count() {
         for &m in &[1usize, 3, 19, 67] {
-            let kernel: Vec<f64> = (0..m * m).map(|t| ((t * 7919) % 97) as f64 / 97.0).collect();
+            let kernel: Vec<f64> = (0..m * m)
+                .map(|t| ((t * 7919) % 97) as f64 / 97.0)
+                .collect();
             let xs: Vec<Vec<f64>> = (0..7)
                 .map(|j| (0..m).map(|i| ((i + 3 * j) % 11) as f64 - 5.0).collect())
                 .collect();

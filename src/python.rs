@@ -24,7 +24,11 @@ fn parse_kernel(name: &str, gamma: f64, degree: u32, coef0: f64) -> PyResult<Ker
     match name {
         "rbf" => Ok(Kernel::Rbf { gamma }),
         "linear" => Ok(Kernel::Linear),
-        "poly" => Ok(Kernel::Poly { gamma, degree, coef0 }),
+        "poly" => Ok(Kernel::Poly {
+            gamma,
+            degree,
+            coef0,
+        }),
         other => Err(PyValueError::new_err(format!(
             "kernel: unknown name {other:?}; expected one of rbf, linear, poly"
         ))),
@@ -65,16 +69,22 @@ fn kernel_matrix<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let kernel = parse_kernel(kernel, gamma, degree, coef0)?;
     if let Ok(x64) = x.extract::<PyReadonlyArray2<f64>>() {
-        let z64 = z.map(|z| z.extract::<PyReadonlyArray2<f64>>()).transpose()
+        let z64 = z
+            .map(|z| z.extract::<PyReadonlyArray2<f64>>())
+            .transpose()
             .map_err(|_| PyTypeError::new_err("z: must be a 2-D float64 array like x"))?;
         return kernel_typed(py, x64, z64, kernel, n_threads);
     }
     if let Ok(x32) = x.extract::<PyReadonlyArray2<f32>>() {
-        let z32 = z.map(|z| z.extract::<PyReadonlyArray2<f32>>()).transpose()
+        let z32 = z
+            .map(|z| z.extract::<PyReadonlyArray2<f32>>())
+            .transpose()
             .map_err(|_| PyTypeError::new_err("z: must be a 2-D float32 array like x"))?;
         return kernel_typed(py, x32, z32, kernel, n_threads);
     }
-    Err(PyTypeError::new_err("x: must be a 2-D float32 or float64 NumPy array"))
+    Err(PyTypeError::new_err(
+        "x: must be a 2-D float32 or float64 NumPy array",
+    ))
 }
 
 fn select_typed<'py, F: Real + numpy::Element>(
@@ -86,7 +96,11 @@ fn select_typed<'py, F: Real + numpy::Element>(
     let view = kernel.as_array();
     let selection = py.detach(|| greedy::select(view, positive, params))?;
     let indices: Vec<i64> = selection.indices.iter().map(|&i| i as i64).collect();
-    Ok((indices.into_pyarray(py), selection.stopped_early, selection.kernel_passes))
+    Ok((
+        indices.into_pyarray(py),
+        selection.stopped_early,
+        selection.kernel_passes,
+    ))
 }
 
 /// Greedy basis selection over a precomputed symmetric kernel (borrowed, not copied).
@@ -114,7 +128,11 @@ fn greedy_select<'py>(
             order
                 .as_array()
                 .iter()
-                .map(|&i| usize::try_from(i).map_err(|_| PyValueError::new_err("random_order: indices must be non-negative")))
+                .map(|&i| {
+                    usize::try_from(i).map_err(|_| {
+                        PyValueError::new_err("random_order: indices must be non-negative")
+                    })
+                })
                 .collect::<PyResult<Vec<usize>>>()?,
         ),
     };
@@ -128,14 +146,19 @@ fn greedy_select<'py>(
         tol,
         n_threads,
     };
-    let positive = positive.as_slice().map_err(|_| PyValueError::new_err("positive: must be contiguous"))?.to_vec();
+    let positive = positive
+        .as_slice()
+        .map_err(|_| PyValueError::new_err("positive: must be contiguous"))?
+        .to_vec();
     if let Ok(k64) = kernel.extract::<PyReadonlyArray2<f64>>() {
         return select_typed(py, k64, &positive, &params);
     }
     if let Ok(k32) = kernel.extract::<PyReadonlyArray2<f32>>() {
         return select_typed(py, k32, &positive, &params);
     }
-    Err(PyTypeError::new_err("K: must be a 2-D float32 or float64 NumPy array"))
+    Err(PyTypeError::new_err(
+        "K: must be a 2-D float32 or float64 NumPy array",
+    ))
 }
 
 /// Default relative tolerance of the numerical guards for a dtype name.
@@ -144,7 +167,9 @@ fn default_tol(dtype: &str) -> PyResult<f64> {
     match dtype {
         "float32" => Ok(<f32 as Real>::DEFAULT_TOL),
         "float64" => Ok(<f64 as Real>::DEFAULT_TOL),
-        other => Err(PyValueError::new_err(format!("dtype: expected float32 or float64, got {other:?}"))),
+        other => Err(PyValueError::new_err(format!(
+            "dtype: expected float32 or float64, got {other:?}"
+        ))),
     }
 }
 

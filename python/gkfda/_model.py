@@ -73,7 +73,7 @@ def fit_binary(
         centred_pos.T @ centred_pos / positive.sum() + centred_neg.T @ centred_neg / (~positive).sum()
     ) / 2.0
     k = len(support)
-    ridge = reg * np.trace(within) / k
+    ridge = reg * np.trace(within) / k if k else 0.0  # k = 0: nothing was selectable
     if not ridge > 0.0:
         ridge = max(reg, np.finfo(np.float64).tiny)
     coef = scipy.linalg.solve(within + ridge * np.eye(k), mean_pos - mean_neg, assume_a="pos")

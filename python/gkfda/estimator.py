@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 from scipy.special import expit
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -26,7 +28,7 @@ from .reference import CRITERIA, DEFLATIONS
 KERNELS = ("rbf", "linear", "poly", "precomputed")
 
 
-class GreedyKFDA(ClassifierMixin, BaseEstimator):
+class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
     """Sparse greedy Kernel Fisher Discriminant (matching-pursuit KFDA and its variants).
 
     Chooses ``k`` training points greedily (a selection ``criterion``, then a
@@ -154,17 +156,19 @@ class GreedyKFDA(ClassifierMixin, BaseEstimator):
         check_real(self.reg, "reg")
         return k, check_dtype(self.dtype), thread_count(self.n_jobs)
 
-    def _validate_X(self, X, reset, y=None):
+    def _validate_X(self, X, reset, y="no_validation"):
         dtype = [np.float64, np.float32]
         try:
-            if y is not None:
+            if not (isinstance(y, str) and y == "no_validation"):
+                # Passed on even when None, so that fit(X, None) gets sklearn's "requires y".
                 return validate_data(self, X, y, dtype=dtype, ensure_min_samples=2, reset=reset)
             return validate_data(self, X, dtype=dtype, reset=reset)
         except (TypeError, ValueError) as error:
             message = str(error)
-            if message.startswith(("X", "y", "Input", "Found", "Expected")) or "features" in message:
+            if re.search(r"\b[Xy]\b", message):  # already names its argument
                 raise
-            raise type(error)(f"X: {message}") from error
+            argument = "X, y" if "inconsistent numbers of samples" in message else "X"
+            raise type(error)(f"{argument}: {message}") from error
 
     def _kernel_name(self):
         return "callable" if callable(self.kernel) else self.kernel
@@ -225,7 +229,10 @@ class GreedyKFDA(ClassifierMixin, BaseEstimator):
         """
         k, dtype, threads = self._check_params()
         X, y = self._validate_X(X, reset=True, y=y)
-        check_classification_targets(y)
+        try:
+            check_classification_targets(y)
+        except ValueError as error:
+            raise ValueError(f"y: {error}") from error
         self.classes_, y_index = np.unique(y, return_inverse=True)
         if len(self.classes_) < 2:
             raise ValueError(f"y: needs samples of at least two classes, got 1 class ({self.classes_[0]!r})")

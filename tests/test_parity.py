@@ -1,0 +1,145 @@
+"""The Rust engine against the NumPy reference (``gkfda.reference``), index for index."""
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_moons
+
+import gkfda
+from gkfda import _core, reference
+
+SCORED_CRITERIA = [c for c in gkfda.CRITERIA if c != "random"]
+
+
+def problem(seed, m=120, d=4, kernel="rbf", balance=0.5):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(m, d))
+    score = X[:, 0] + np.sin(2 * X[:, 1]) + 0.4 * rng.normal(size=m)
+    y = np.where(score > np.quantile(score, 1 - balance), 1, -1)
+    if kernel == "rbf":
+        K = _core.kernel_matrix(X, kernel="rbf", gamma=0.3)
+    else:
+        K = _core.kernel_matrix(X, kernel="poly", gamma=0.5, degree=2, coef0=1.0)
+    return K, y
+
+
+PROBLEMS = {
+    "rbf-balanced": (0, {}),
+    "rbf-unbalanced": (1, {"balance": 0.25, "m": 97}),
+    "poly": (2, {"kernel": "poly", "m": 81, "d": 8}),  # feature space of dimension 45 > k
+}
+
+
+def rust_select(K, y, k, criterion, deflation, stages, order=None, threads=1):
+    indices, _, _ = _core.greedy_select(
+        K, y > 0, k, criterion=criterion, deflation=deflation, stages=stages, random_order=order, n_threads=threads
+    )
+    return indices
+
+
+@pytest.mark.parametrize("problem_name", PROBLEMS)
+@pytest.mark.parametrize("stages", [1, 2, 5])
+@pytest.mark.parametrize("deflation", gkfda.DEFLATIONS)
+@pytest.mark.parametrize("criterion", SCORED_CRITERIA)
+def test_rust_selection_equals_reference(criterion, deflation, stages, problem_name):
+    seed, options = PROBLEMS[problem_name]
+    K, y = problem(seed, **options)
+    expected = reference.select(K, y, 20, criterion, deflation, stages)
+    actual = rust_select(K, y, 20, criterion, deflation, stages)
+    np.testing.assert_array_equal(actual, expected)
+
+
+@pytest.mark.parametrize("deflation", gkfda.DEFLATIONS)
+def test_random_criterion_is_reproducible_distinct_and_matches_reference(deflation):
+    K, y = problem(3)
+    model_a = gkfda.GreedyKFDA(k=15, criterion="random", deflation=deflation, kernel="precomputed", random_state=7)
+    model_b = gkfda.GreedyKFDA(k=15, criterion="random", deflation=deflation, kernel="precomputed", random_state=7)
+    model_c = gkfda.GreedyKFDA(k=15, criterion="random", deflation=deflation, kernel="precomputed", random_state=8)
+    a, b, c = (model.fit(K, y).support_ for model in (model_a, model_b, model_c))
+    np.testing.assert_array_equal(a, b)
+    assert len(set(a.tolist())) == len(a) == 15
+    assert not np.array_equal(a, c)
+    np.testing.assert_array_equal(a, reference.select(K, y, 15, "random", deflation, random_state=7))
+
+
+@pytest.mark.parametrize("stages", [1, 2, 5])
+@pytest.mark.parametrize("criterion", SCORED_CRITERIA)
+@pytest.mark.parametrize("family", ["projection", "schur"])
+def test_ortho_forms_equal_plain_forms_for_projection_and_schur(family, criterion, stages):
+    # DESIGN §1: the deflated columns are already orthogonal to every earlier direction.
+    K, y = problem(4)
+    np.testing.assert_array_equal(
+        rust_select(K, y, 25, criterion, "ortho-" + family, stages),
+        rust_select(K, y, 25, criterion, family, stages),
+    )
+
+
+def test_ortho_deflated_kernels_agree_with_plain_ones_to_tolerance():
+    K, y = problem(5)
+    rng = np.random.default_rng(0)
+    for family in ("projection", "schur"):
+        plain, ortho, Q = K.copy(), K.copy(), []
+        for i in rng.choice(len(y), size=8, replace=False):
+            tau = plain[:, i] / np.linalg.norm(plain[:, i])
+            plain = reference._deflate(plain, tau, family)
+            column = ortho[:, i] / np.linalg.norm(ortho[:, i])
+            q = column - sum((p @ column) * p for p in Q) if Q else column
+            q = q / np.linalg.norm(q)
+            Q.append(q)
+            ortho = reference._deflate(ortho, q, family)
+        np.testing.assert_allclose(ortho, plain, atol=1e-9)
+
+
+def test_ortho_hotelling_differs_from_hotelling():
+    K, y = problem(0)
+    assert not np.array_equal(
+        rust_select(K, y, 30, "optimal", "ortho-hotelling", 1), rust_select(K, y, 30, "optimal", "hotelling", 1)
+    )
+
+
+@pytest.mark.parametrize("deflation", gkfda.DEFLATIONS)
+@pytest.mark.parametrize("stages", [1, 5])
+def test_selection_does_not_depend_on_thread_count(deflation, stages):
+    K, y = problem(6, m=300)
+    np.testing.assert_array_equal(
+        rust_select(K, y, 40, "optimal", deflation, stages, threads=1),
+        rust_select(K, y, 40, "optimal", deflation, stages, threads=2),
+    )
+
+
+def test_early_stop_agrees_with_reference():
+    X, y = make_moons(400, noise=0.1, random_state=0)
+    y = np.where(y == 1, 1, -1)
+    K = _core.kernel_matrix(np.ascontiguousarray(X), kernel="rbf", gamma=0.05)
+    expected = reference.select(K, y, 150, "optimal", "schur")
+    indices, stopped_early, _ = _core.greedy_select(K, y > 0, 150, criterion="optimal", deflation="schur")
+    assert stopped_early and len(expected) < 150
+    np.testing.assert_array_equal(indices, expected)
+
+
+@pytest.mark.parametrize("deflation", ["projection", "schur", "ortho-hotelling", "none"])
+def test_predictions_agree_with_reference_model(deflation):
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(200, 3))
+    y = np.where(X[:, 0] ** 2 + X[:, 1] > 0.7, 1, -1)
+    X_test = rng.normal(size=(50, 3))
+    model = gkfda.GreedyKFDA(k=25, gamma=0.5, deflation=deflation, reg=1e-3).fit(X, y)
+    K = reference.rbf_kernel(X, X, gamma=0.5)
+    indices = reference.select(K, y, 25, "optimal", deflation)
+    np.testing.assert_array_equal(model.support_, indices)
+    expected = reference.decision_function(
+        reference.fit_model(K, y, indices, reg=1e-3), reference.rbf_kernel(X_test, X[indices], gamma=0.5)
+    )
+    np.testing.assert_allclose(model.decision_function(X_test), expected, rtol=1e-7, atol=1e-9)
+
+
+def test_kernels_match_textbook_formulas():
+    rng = np.random.default_rng(1)
+    X, Z = rng.normal(size=(70, 5)), rng.normal(size=(33, 5))
+    np.testing.assert_allclose(_core.kernel_matrix(X, Z, kernel="rbf", gamma=0.2), reference.rbf_kernel(X, Z, 0.2), atol=1e-13)
+    np.testing.assert_allclose(_core.kernel_matrix(X, Z, kernel="linear"), X @ Z.T, atol=1e-12)
+    np.testing.assert_allclose(
+        _core.kernel_matrix(X, Z, kernel="poly", gamma=0.3, degree=3, coef0=0.5), (0.3 * X @ Z.T + 0.5) ** 3, rtol=1e-12
+    )
+    gram32 = _core.kernel_matrix(X.astype(np.float32), kernel="rbf", gamma=0.2)
+    assert gram32.dtype == np.float32 and np.array_equal(gram32, gram32.T)
+    np.testing.assert_allclose(gram32, reference.rbf_kernel(X, X, 0.2), atol=1e-5)
