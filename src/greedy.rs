@@ -221,8 +221,9 @@ impl<F: Real> Tracked<F> {
     }
 }
 
+/// Lane-parallel dot product (an iterator `sum` would be sequential and scalar).
 fn dot<F: Real>(a: &[F], b: &[F]) -> F {
-    a.iter().zip(b).map(|(x, y)| *x * *y).sum()
+    passes::dots(a, [b])[0]
 }
 
 fn axpy<F: Real>(y: &mut [F], factor: F, x: &[F]) {
@@ -289,7 +290,7 @@ impl<'a, F: Real> Engine<'a, F> {
     }
 
     fn weighted_norm2(&self, x: &[F]) -> F {
-        x.iter().zip(&self.weight).map(|(x, w)| *w * *x * *x).sum()
+        dot(&self.weighted(x), x)
     }
 
     /// Applies `K_{t+1} = K_t − u v'` to the statistics (`h = K_t' D u`) and records it.

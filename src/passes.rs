@@ -15,7 +15,7 @@ const LANES: usize = 8;
 const ROWS_PER_TASK: usize = 32;
 
 /// Dot products of `row` with up to four vectors at once, in a fixed summation order.
-fn dots<F: Real, const R: usize>(row: &[F], rhs: [&[F]; R]) -> [F; R] {
+pub(crate) fn dots<F: Real, const R: usize>(row: &[F], rhs: [&[F]; R]) -> [F; R] {
     let n = row.len();
     let mut acc = [[F::zero(); LANES]; R];
     let body = n - n % LANES;

@@ -90,12 +90,23 @@ def check_kernel_fits(rows: int, cols: int, dtype, argument: str = "X") -> None:
 
 
 def check_precomputed_kernel(K: np.ndarray, argument: str = "X") -> None:
-    """Square, finite, symmetric, and the O(m²) necessary conditions of PSD."""
+    """Square, finite, symmetric, and the O(m²) necessary conditions of PSD.
+
+    Works on blocks of rows so that its temporaries stay small next to ``K``, which
+    may fill most of the memory.
+    """
     if K.ndim != 2 or K.shape[0] != K.shape[1]:
         raise ValueError(f"{argument}: a precomputed kernel must be a square matrix, got shape {K.shape}")
-    scale = float(np.max(np.abs(K))) if K.size else 0.0
+    m = K.shape[0]
+    if m == 0:
+        return
+    scale = max(float(K.max()), -float(K.min()))
     tolerance = 1e-6 * scale if K.dtype == np.float64 else 1e-4 * scale
-    asymmetry = float(np.max(np.abs(K - K.T))) if K.size else 0.0
+    block = max(1, 2**22 // m)  # rows per block: temporaries of about 4M entries
+    asymmetry = 0.0
+    for start in range(0, m, block):
+        stop = min(start + block, m)
+        asymmetry = max(asymmetry, float(np.max(np.abs(K[start:stop] - K[:, start:stop].T))))
     if asymmetry > tolerance:
         raise ValueError(
             f"{argument}: a precomputed kernel must be symmetric; max |K - K'| = {asymmetry:.3g}"
@@ -108,9 +119,16 @@ def check_precomputed_kernel(K: np.ndarray, argument: str = "X") -> None:
         )
     # Every 2×2 principal minor of a PSD matrix is non-negative: |K_ij| ≤ sqrt(K_ii K_jj).
     bound = np.sqrt(np.clip(diagonal, 0.0, None))
-    excess = np.abs(K) - np.outer(bound, bound)
-    if np.any(excess > tolerance):
-        i, j = np.unravel_index(int(np.argmax(excess)), excess.shape)
+    worst, where = -np.inf, (0, 0)
+    for start in range(0, m, block):
+        stop = min(start + block, m)
+        excess = np.abs(K[start:stop]) - np.outer(bound[start:stop], bound)
+        position = int(np.argmax(excess))
+        if excess.flat[position] > worst:
+            worst = float(excess.flat[position])
+            where = (start + position // m, position % m)
+    if worst > tolerance:
+        i, j = where
         raise ValueError(
             f"{argument}: a precomputed kernel must be positive semi-definite; "
             f"K[{i},{j}]² > K[{i},{i}]·K[{j},{j}]"

@@ -183,9 +183,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
             return K
         check_kernel_fits(m, m, dtype)
         if callable(self.kernel):
-            K = np.ascontiguousarray(self.kernel(X, X), dtype=dtype)
-            if K.shape != (m, m) or not np.all(np.isfinite(K)):
-                raise ValueError(f"kernel: the callable must return a finite ({m}, {m}) matrix, got {K.shape}")
+            K = _check_callable_output(np.ascontiguousarray(self.kernel(X, X), dtype=dtype), (m, m))
             check_precomputed_kernel(K, argument="kernel")
             return K
         X = np.ascontiguousarray(X, dtype=dtype)
@@ -206,7 +204,8 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
             return X[:, basis_indices]
         basis = self._support_points[basis_indices]
         if callable(self.kernel):
-            return np.asarray(self.kernel(X, basis), dtype=np.float64)
+            cross = np.asarray(self.kernel(X, basis), dtype=np.float64)
+            return _check_callable_output(cross, (len(X), len(basis)))
         X = np.ascontiguousarray(X, dtype=dtype)
         return _core.kernel_matrix(X, np.ascontiguousarray(basis, dtype=dtype), **self._kernel_params(),
                                    n_threads=thread_count(self.n_jobs))
@@ -228,6 +227,10 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         self : GreedyKFDA
         """
         k, dtype, threads = self._check_params()
+        try:
+            rng = check_random_state(self.random_state)
+        except ValueError as error:
+            raise ValueError(f"random_state: {error}") from error
         X, y = self._validate_X(X, reset=True, y=y)
         try:
             check_classification_targets(y)
@@ -245,7 +248,6 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
             else 1.0 / (X.shape[1] * X.var()) if X.var() > 0 else 1.0
         )
         K = self._training_kernel(X, dtype, threads)
-        rng = check_random_state(self.random_state)
         binary = len(self.classes_) == 2
         targets = [y_index == 1] if binary else [y_index == c for c in range(len(self.classes_))]
         self._models = [self._fit_one(K, positive, k, rng, threads) for positive in targets]
@@ -366,6 +368,14 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         cross = np.asarray(self._cross_kernel(X, union), dtype=np.float64)
         columns = {index: position for position, index in enumerate(union)}
         return np.hstack([model.transform(cross[:, [columns[i] for i in model.support]]) for model in self._models])
+
+
+def _check_callable_output(K, shape):
+    if K.shape != shape:
+        raise ValueError(f"kernel: the callable must return a matrix of shape {shape}, got {K.shape}")
+    if not np.all(np.isfinite(K)):
+        raise ValueError("kernel: the callable returned NaN or infinite values")
+    return K
 
 
 class _IndexedRows:

@@ -24,7 +24,6 @@ Semantics shared with the Rust engine (so that both pick the same indices):
 Examples
 --------
 >>> import numpy as np
-from sklearn.utils import check_random_state
 >>> from gkfda import reference
 >>> rng = np.random.default_rng(0)
 >>> X = rng.normal(size=(40, 3)); y = np.where(X[:, 0] > 0, 1, -1)

@@ -1,0 +1,43 @@
+"""Type stubs of the Rust extension module (src/python.rs)."""
+
+from typing import Optional, Tuple
+
+import numpy as np
+import numpy.typing as npt
+
+def kernel_matrix(
+    x: npt.NDArray[np.floating],
+    z: Optional[npt.NDArray[np.floating]] = None,
+    *,
+    kernel: str = "rbf",
+    gamma: float = 1.0,
+    degree: int = 3,
+    coef0: float = 1.0,
+    n_threads: int = 1,
+) -> npt.NDArray[np.floating]:
+    """Kernel of the rows of ``x`` with themselves (exactly symmetric) or against ``z``.
+
+    ``x`` and ``z`` are float32 or float64 (the same); the result has their dtype.
+    Raises ValueError for bad parameters, MemoryError when the result cannot be allocated.
+    """
+
+def greedy_select(
+    kernel: npt.NDArray[np.floating],
+    positive: npt.NDArray[np.bool_],
+    k: int,
+    *,
+    criterion: str = "optimal",
+    deflation: str = "schur",
+    stages: int = 1,
+    random_order: Optional[npt.NDArray[np.int64]] = None,
+    seed: int = 0,
+    tol: Optional[float] = None,
+    n_threads: int = 1,
+) -> Tuple[npt.NDArray[np.int64], bool, int]:
+    """Greedy basis selection over a symmetric kernel, borrowed without a copy.
+
+    Returns ``(indices, stopped_early, kernel_passes)``.
+    """
+
+def default_tol(dtype: str) -> float:
+    """Relative tolerance of the numerical guards for 'float32' or 'float64'."""

@@ -1,0 +1,417 @@
+"""Bad input gets a clear exception naming the argument, never a panic or a hang (DESIGN §5)."""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from sklearn.exceptions import NotFittedError
+from sklearn.metrics.pairwise import rbf_kernel
+
+from gkfda import GreedyKFDA, _core
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 3))
+    y = np.array([0, 1] * 10)
+    return X, y
+
+
+@pytest.fixture
+def kernel(data):
+    X, _ = data
+    return rbf_kernel(X, gamma=0.5)
+
+
+# -- data -----------------------------------------------------------------------------
+
+
+def test_nan_in_X(data):
+    X, y = data
+    X[3, 1] = np.nan
+    with pytest.raises(ValueError, match=r"\bX\b.*NaN"):
+        GreedyKFDA(k=3).fit(X, y)
+
+
+def test_inf_in_X(data):
+    X, y = data
+    X[0, 0] = np.inf
+    with pytest.raises(ValueError, match=r"\bX\b.*infinity"):
+        GreedyKFDA(k=3).fit(X, y)
+
+
+def test_nan_at_predict(data):
+    X, y = data
+    model = GreedyKFDA(k=3).fit(X, y)
+    X = X.copy()
+    X[0, 0] = np.nan
+    with pytest.raises(ValueError, match=r"\bX\b.*NaN"):
+        model.predict(X)
+
+
+def test_nan_in_precomputed_kernel(data, kernel):
+    _, y = data
+    kernel[2, 5] = kernel[5, 2] = np.nan
+    with pytest.raises(ValueError, match=r"\bX\b.*NaN"):
+        GreedyKFDA(k=3, kernel="precomputed").fit(kernel, y)
+
+
+def test_empty_X():
+    with pytest.raises(ValueError, match=r"^X: .*0 sample"):
+        GreedyKFDA(k=1).fit(np.empty((0, 3)), np.empty(0))
+
+
+def test_one_sample(data):
+    X, y = data
+    with pytest.raises(ValueError, match=r"^X: .*1 sample"):
+        GreedyKFDA(k=1).fit(X[:1], y[:1])
+
+
+def test_one_class(data):
+    X, _ = data
+    with pytest.raises(ValueError, match=r"^y: .*two classes"):
+        GreedyKFDA(k=3).fit(X, np.ones(len(X)))
+
+
+def test_continuous_y(data):
+    X, _ = data
+    with pytest.raises(ValueError, match=r"^y: .*Unknown label type"):
+        GreedyKFDA(k=3).fit(X, np.linspace(0.0, 1.0, len(X)))
+
+
+def test_y_none(data):
+    X, _ = data
+    with pytest.raises(ValueError, match=r"requires y"):
+        GreedyKFDA(k=3).fit(X, None)
+
+
+def test_y_2d(data):
+    X, y = data
+    with pytest.raises(ValueError, match=r"^y\b"):
+        GreedyKFDA(k=3).fit(X, np.c_[y, y])
+
+
+def test_y_length_mismatch(data):
+    X, y = data
+    with pytest.raises(ValueError, match=r"^X, y: .*inconsistent numbers of samples"):
+        GreedyKFDA(k=3).fit(X, y[:-1])
+
+
+@pytest.mark.parametrize("shape", [(20,), (20, 3, 1)], ids=["1-D", "3-D"])
+def test_X_wrong_dimensions(data, shape):
+    X, y = data
+    with pytest.raises(ValueError, match=r"^X: .*(2D|dim 3)"):
+        GreedyKFDA(k=3).fit(np.zeros(shape) + np.arange(20).reshape((20,) + (1,) * (len(shape) - 1)), y)
+
+
+def test_X_1d_at_predict(data):
+    X, y = data
+    model = GreedyKFDA(k=3).fit(X, y)
+    with pytest.raises(ValueError, match=r"^X: .*2D"):
+        model.predict(X[0])
+
+
+def test_wrong_number_of_features_at_predict(data):
+    X, y = data
+    model = GreedyKFDA(k=3).fit(X, y)
+    for method in (model.predict, model.decision_function, model.predict_proba, model.transform):
+        with pytest.raises(ValueError, match=r"X has 2 features.*expecting 3"):
+            method(X[:, :2])
+
+
+def test_object_X_with_strings(data):
+    _, y = data
+    X = np.array([["a", "b"]] * len(y), dtype=object)
+    with pytest.raises(ValueError, match=r"^X: .*could not convert string"):
+        GreedyKFDA(k=3).fit(X, y)
+
+
+def test_complex_X(data):
+    X, y = data
+    with pytest.raises(ValueError, match=r"^X: .*[Cc]omplex"):
+        GreedyKFDA(k=3).fit(X + 1j, y)
+
+
+def test_sparse_X(data):
+    scipy_sparse = pytest.importorskip("scipy.sparse")
+    X, y = data
+    with pytest.raises(TypeError, match=r"\bX\b.*dense"):
+        GreedyKFDA(k=3).fit(scipy_sparse.csr_matrix(X), y)
+
+
+def test_unfitted():
+    X = np.zeros((3, 2))
+    for method in ("predict", "decision_function", "predict_proba", "predict_log_proba", "transform"):
+        with pytest.raises(NotFittedError, match="not fitted"):
+            getattr(GreedyKFDA(), method)(X)
+
+
+# -- parameters -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("params", "error", "pattern"),
+    [
+        ({"k": 0}, ValueError, r"^k: must be at least 1"),
+        ({"k": -3}, ValueError, r"^k: must be at least 1"),
+        ({"k": 2.5}, TypeError, r"^k: must be an integer"),
+        ({"k": "3"}, TypeError, r"^k: must be an integer"),
+        ({"k": True}, TypeError, r"^k: must be an integer"),
+        ({"k": None}, TypeError, r"^k: must be an integer"),
+        ({"stages": 0}, ValueError, r"^stages: must be at least 1"),
+        ({"stages": 1.0}, TypeError, r"^stages: must be an integer"),
+        ({"criterion": "best"}, ValueError, r"^criterion: unknown value 'best'"),
+        ({"criterion": None}, ValueError, r"^criterion: unknown value"),
+        ({"deflation": "gram-schmidt"}, ValueError, r"^deflation: unknown value 'gram-schmidt'"),
+        ({"kernel": "sigmoid"}, ValueError, r"^kernel: unknown value 'sigmoid'"),
+        ({"kernel": 3}, ValueError, r"^kernel: unknown value"),
+        ({"gamma": 0.0}, ValueError, r"^gamma: must be a finite positive"),
+        ({"gamma": -1.0}, ValueError, r"^gamma: must be a finite positive"),
+        ({"gamma": np.nan}, ValueError, r"^gamma: must be a finite positive"),
+        ({"gamma": "scale"}, TypeError, r"^gamma: must be a real number"),
+        ({"reg": -1e-3}, ValueError, r"^reg: must be a finite non-negative"),
+        ({"reg": np.inf}, ValueError, r"^reg: must be a finite non-negative"),
+        ({"degree": 0}, ValueError, r"^degree: must be at least 1"),
+        ({"degree": 2.0}, TypeError, r"^degree: must be an integer"),
+        ({"coef0": np.nan}, ValueError, r"^coef0: must be finite"),
+        ({"dtype": "float16"}, ValueError, r"^dtype: expected 'float32' or 'float64'"),
+        ({"dtype": "int32"}, ValueError, r"^dtype: expected 'float32' or 'float64'"),
+        ({"dtype": "double precision"}, ValueError, r"^dtype: expected 'float32' or 'float64'"),
+        ({"n_jobs": 0}, ValueError, r"^n_jobs: must be a positive or negative integer"),
+        ({"n_jobs": 1.5}, TypeError, r"^n_jobs: must be an integer"),
+        ({"random_state": "seed"}, ValueError, r"^random_state: "),
+    ],
+    ids=lambda value: repr(value) if isinstance(value, dict) else "",
+)
+def test_bad_parameter(data, params, error, pattern):
+    X, y = data
+    with pytest.raises(error, match=pattern):
+        GreedyKFDA(**{"k": 3, **params}).fit(X, y)
+
+
+def test_k_larger_than_sample(data):
+    X, y = data
+    with pytest.raises(ValueError, match=r"^k: must be at most the number of training samples \(20\), got 21"):
+        GreedyKFDA(k=21).fit(X, y)
+
+
+def test_numpy_integers_are_accepted(data):
+    X, y = data
+    model = GreedyKFDA(k=np.int64(3), stages=np.int32(1), degree=np.uint8(2), n_jobs=np.int64(1)).fit(X, y)
+    assert model.k_ == 3
+
+
+# -- kernels --------------------------------------------------------------------------
+
+
+def test_precomputed_not_square(data):
+    X, y = data
+    with pytest.raises(ValueError, match=r"^X: a precomputed kernel must be a square matrix"):
+        GreedyKFDA(k=3, kernel="precomputed").fit(X, y)
+
+
+def test_precomputed_not_symmetric(data, kernel):
+    _, y = data
+    kernel[0, 1] += 0.1
+    with pytest.raises(ValueError, match=r"^X: a precomputed kernel must be symmetric"):
+        GreedyKFDA(k=3, kernel="precomputed").fit(kernel, y)
+
+
+def test_precomputed_negative_diagonal(data, kernel):
+    _, y = data
+    kernel[4, 4] = -1.0
+    with pytest.raises(ValueError, match=r"^X: a precomputed kernel must be positive semi-definite.*diagonal"):
+        GreedyKFDA(k=3, kernel="precomputed").fit(kernel, y)
+
+
+def test_precomputed_violates_cauchy_schwarz(data, kernel):
+    _, y = data
+    kernel[2, 7] = kernel[7, 2] = 1.5  # the diagonal of an rbf kernel is 1
+    with pytest.raises(ValueError, match=r"^X: a precomputed kernel must be positive semi-definite; K\[2,7\]"):
+        GreedyKFDA(k=3, kernel="precomputed").fit(kernel, y)
+
+
+def test_precomputed_is_distance_matrix(data):
+    # A common mistake: passing distances (zero diagonal) instead of similarities.
+    X, y = data
+    distances = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))
+    with pytest.raises(ValueError, match=r"^X: a precomputed kernel must be positive semi-definite"):
+        GreedyKFDA(k=3, kernel="precomputed").fit(distances, y)
+
+
+def test_precomputed_predict_wrong_columns(data, kernel):
+    X, y = data
+    model = GreedyKFDA(k=3, kernel="precomputed").fit(kernel, y)
+    with pytest.raises(ValueError, match=r"X has 19 features.*expecting 20"):
+        model.predict(kernel[:, :19])
+    assert model.predict(kernel[:5]).shape == (5,)
+
+
+def test_callable_kernel_wrong_shape(data):
+    X, y = data
+    with pytest.raises(ValueError, match=r"^kernel: the callable must return a matrix of shape \(20, 20\)"):
+        GreedyKFDA(k=3, kernel=lambda A, B: A @ B[:1].T).fit(X, y)
+
+
+def test_callable_kernel_not_finite(data):
+    X, y = data
+    with pytest.raises(ValueError, match=r"^kernel: the callable returned NaN"):
+        GreedyKFDA(k=3, kernel=lambda A, B: np.full((len(A), len(B)), np.nan)).fit(X, y)
+
+
+def test_callable_kernel_not_psd(data):
+    X, y = data
+    with pytest.raises(ValueError, match=r"^kernel: .*positive semi-definite"):
+        GreedyKFDA(k=3, kernel=lambda A, B: -(A @ B.T)).fit(X, y)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_kernel_too_large_for_memory(dtype):
+    X = np.linspace(0.0, 1.0, 2_000_000).reshape(-1, 1)  # a 2e6² kernel: ~29 TiB in float64
+    y = np.arange(len(X)) % 2
+    start = time.perf_counter()
+    with pytest.raises(MemoryError, match=r"^X: .*needs [\d.]+ GiB.*available"):
+        GreedyKFDA(k=5, dtype=dtype).fit(X, y)
+    assert time.perf_counter() - start < 10.0  # refused up front, nothing was computed
+
+
+# -- property: odd but finite input never crashes --------------------------------------
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    X=hnp.arrays(
+        np.float64,
+        st.tuples(st.integers(2, 12), st.integers(1, 3)),
+        elements=st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False),
+    ),
+    data=st.data(),
+    k=st.integers(1, 12),
+    kernel=st.sampled_from(["rbf", "linear", "poly"]),
+    deflation=st.sampled_from(["schur", "projection", "none", "ortho-schur"]),
+)
+def test_random_finite_input_fits_or_raises_value_error(X, data, k, kernel, deflation):
+    y = np.array(data.draw(st.lists(st.integers(0, 1), min_size=len(X), max_size=len(X))))
+    model = GreedyKFDA(k=k, kernel=kernel, deflation=deflation, n_jobs=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a numerical warning would be a defect too
+        try:
+            model.fit(X, y)
+        except ValueError as error:
+            assert str(error).startswith(("k:", "y:")), error
+            return
+        assert model.k_ <= k
+        proba = model.predict_proba(X)
+    assert np.all(np.isfinite(model.decision_function(X)))
+    assert np.allclose(proba.sum(axis=1), 1.0)
+    assert set(model.predict(X)) <= set(model.classes_)
+
+
+# -- the low-level binding never panics -------------------------------------------------
+
+
+@pytest.fixture
+def selection_input(kernel):
+    return np.ascontiguousarray(kernel), np.arange(len(kernel)) % 2 == 0
+
+
+def test_core_greedy_select_accepts_good_input(selection_input):
+    K, positive = selection_input
+    indices, stopped_early, passes = _core.greedy_select(K, positive, 3)
+    assert indices.shape == (3,) and not stopped_early and passes >= 1
+
+
+def test_core_greedy_select_integer_kernel(selection_input):
+    K, positive = selection_input
+    with pytest.raises(TypeError, match=r"^K: must be a 2-D float32 or float64"):
+        _core.greedy_select(K.astype(np.int64), positive, 3)
+
+
+def test_core_greedy_select_1d_kernel(selection_input):
+    K, positive = selection_input
+    with pytest.raises(TypeError, match=r"^K: "):
+        _core.greedy_select(K[0], positive, 3)
+
+
+def test_core_greedy_select_non_square(selection_input):
+    K, positive = selection_input
+    with pytest.raises(ValueError, match=r"^K: must be square"):
+        _core.greedy_select(np.ascontiguousarray(K[:, :7]), positive, 3)
+
+
+@pytest.mark.parametrize("k", [0, 21])
+def test_core_greedy_select_bad_k(selection_input, k):
+    K, positive = selection_input
+    with pytest.raises(ValueError, match=r"^k: must be between 1 and 20"):
+        _core.greedy_select(K, positive, k)
+
+
+def test_core_greedy_select_negative_k(selection_input):
+    K, positive = selection_input
+    with pytest.raises(OverflowError):  # pyo3 refuses a negative usize
+        _core.greedy_select(K, positive, -1)
+
+
+@pytest.mark.parametrize(
+    "order",
+    [np.zeros(20, np.int64), np.arange(10, dtype=np.int64), np.arange(1, 21, dtype=np.int64), -np.arange(20)],
+    ids=["repeated", "short", "out-of-range", "negative"],
+)
+def test_core_greedy_select_order_not_a_permutation(selection_input, order):
+    K, positive = selection_input
+    with pytest.raises(ValueError, match=r"^random_order: "):
+        _core.greedy_select(K, positive, 3, criterion="random", random_order=order)
+
+
+def test_core_greedy_select_bad_labels(selection_input):
+    K, positive = selection_input
+    with pytest.raises(ValueError, match=r"^y: has 10 labels but the kernel has 20 rows"):
+        _core.greedy_select(K, positive[:10], 3)
+    with pytest.raises(ValueError, match=r"^y: needs samples of both classes"):
+        _core.greedy_select(K, np.ones(20, dtype=bool), 3)
+    with pytest.raises(TypeError):
+        _core.greedy_select(K, positive.astype(np.int64), 3)
+
+
+@pytest.mark.parametrize(
+    ("options", "pattern"),
+    [
+        ({"criterion": "best"}, r"^criterion: unknown name"),
+        ({"deflation": "qr"}, r"^deflation: unknown name"),
+        ({"stages": 0}, r"^stages: must be at least 1"),
+        ({"tol": -1.0}, r"^tol: must be a finite non-negative"),
+        ({"tol": float("nan")}, r"^tol: must be a finite non-negative"),
+    ],
+)
+def test_core_greedy_select_bad_options(selection_input, options, pattern):
+    K, positive = selection_input
+    with pytest.raises(ValueError, match=pattern):
+        _core.greedy_select(K, positive, 3, **options)
+
+
+def test_core_kernel_matrix_bad_input(data):
+    X, _ = data
+    with pytest.raises(TypeError, match=r"^x: must be a 2-D float32 or float64"):
+        _core.kernel_matrix(X.astype(np.int64))
+    with pytest.raises(TypeError, match=r"^x: "):
+        _core.kernel_matrix(X[:, 0])
+    with pytest.raises(TypeError, match=r"^z: must be a 2-D float64 array like x"):
+        _core.kernel_matrix(X, X.astype(np.float32))
+    with pytest.raises(ValueError, match=r"has 3 features but the other set has 1"):
+        _core.kernel_matrix(X, np.ascontiguousarray(X[:, :1]))
+    with pytest.raises(ValueError, match=r"^kernel: unknown name \"sigmoid\""):
+        _core.kernel_matrix(X, kernel="sigmoid")
+    with pytest.raises(ValueError, match=r"^gamma: must be a positive finite"):
+        _core.kernel_matrix(X, gamma=-1.0)
+    with pytest.raises(ValueError, match=r"^gamma: must be a positive finite"):
+        _core.kernel_matrix(X, gamma=float("nan"))
+    with pytest.raises(ValueError, match=r"^degree: must be at least 1"):
+        _core.kernel_matrix(X, kernel="poly", degree=0)
+    assert _core.kernel_matrix(X).shape == (20, 20)

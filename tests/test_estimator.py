@@ -1,0 +1,322 @@
+"""The scikit-learn estimator: the common checks and the behaviour of its methods."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.base import clone
+from sklearn.datasets import load_iris, make_blobs, make_moons
+from sklearn.metrics.pairwise import rbf_kernel
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import gkfda
+from gkfda import GreedyKFDA
+
+# -- scikit-learn's common checks -------------------------------------------------------
+
+
+@parametrize_with_checks(
+    [
+        GreedyKFDA(k=5),
+        GreedyKFDA(k=5, deflation="projection", kernel="linear"),
+        GreedyKFDA(k=5, dtype="float32"),
+        GreedyKFDA(k=5, criterion="random", deflation="ortho-schur", random_state=0),
+        GreedyKFDA(k=5, kernel="poly", degree=2, stages=2, criterion="pseudo"),
+    ]
+)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+def _precomputed_expected_failures(estimator):
+    # The common checks feed a precomputed-kernel estimator matrices that are not
+    # kernels; refusing them is the documented behaviour (DESIGN §5), not a defect.
+    return {
+        "check_estimators_dtypes": (
+            "casts the linear kernel X X' to int32/int64; the truncated matrix breaks "
+            "|K_ij| <= sqrt(K_ii K_jj), so it is not PSD and is rejected"
+        ),
+        "check_positive_only_tag_during_fit": (
+            "passes -K, whose negative diagonal is not PSD and is rejected"
+        ),
+        "check_decision_proba_consistency": (
+            "fits on raw (80, 4) features without making a kernel of them; a precomputed "
+            "kernel must be square"
+        ),
+    }
+
+
+@parametrize_with_checks(
+    [GreedyKFDA(k=5, kernel="precomputed")],
+    expected_failed_checks=_precomputed_expected_failures,
+)
+def test_sklearn_compatible_precomputed(estimator, check):
+    check(estimator)
+
+
+# -- data ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def moons():
+    X, y = make_moons(n_samples=200, noise=0.2, random_state=0)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def blobs():
+    X, y = make_blobs(n_samples=240, centers=4, n_features=3, cluster_std=1.5, random_state=1)
+    return X, y
+
+
+# -- persistence --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "precomputed"])
+def test_pickle_round_trip(moons, kernel):
+    X, y = moons
+    data = rbf_kernel(X, X, gamma=2.0) if kernel == "precomputed" else X
+    model = GreedyKFDA(k=15, gamma=2.0, kernel=kernel).fit(data, y)
+    restored = pickle.loads(pickle.dumps(model))
+    assert restored.get_params() == model.get_params()
+    assert_array_equal(restored.support_, model.support_)
+    assert_array_equal(restored.predict(data), model.predict(data))
+    assert_array_equal(restored.decision_function(data), model.decision_function(data))
+    assert_array_equal(restored.predict_proba(data), model.predict_proba(data))
+
+
+def test_pickle_is_small(moons):
+    """Only the chosen training points are kept, not the whole training set."""
+    X, y = moons
+    X = np.repeat(X, 20, axis=0)  # 4000 × 2
+    y = np.repeat(y, 20)
+    model = GreedyKFDA(k=10, gamma=2.0).fit(X, y)
+    assert len(pickle.dumps(model)) < X.nbytes / 4
+
+
+def test_clone_round_trip(moons):
+    X, y = moons
+    model = GreedyKFDA(k=12, gamma=1.5, deflation="projection", reg=1e-3).fit(X, y)
+    copy = clone(model)
+    assert copy.get_params() == model.get_params()
+    assert not hasattr(copy, "classes_")
+    copy.fit(X, y)
+    assert_array_equal(copy.support_, model.support_)
+    assert_array_equal(copy.predict(X), model.predict(X))
+    assert_array_equal(copy.decision_function(X), model.decision_function(X))
+
+
+# -- multiclass ---------------------------------------------------------------------
+
+
+def test_multiclass_attributes_and_consistency(blobs):
+    X, y = blobs
+    model = GreedyKFDA(k=8).fit(X, y)
+    n_classes = 4
+    assert_array_equal(model.classes_, np.arange(n_classes))
+    assert isinstance(model.support_, list) and len(model.support_) == n_classes
+    for support, vectors, coef, projection, k in zip(
+        model.support_, model.support_vectors_, model.coef_, model.projection_, model.k_
+    ):
+        assert support.shape == (k,) and len(np.unique(support)) == k
+        assert_array_equal(vectors, X[support])
+        assert coef.shape == (k,) and projection.shape == (k, k)
+    assert model.k_.shape == (n_classes,)
+    assert model.intercept_.shape == (n_classes,)
+    union = np.unique(np.concatenate(model.support_))
+    assert model.n_support_.sum() == len(union)
+
+    proba = model.predict_proba(X)
+    assert proba.shape == (len(X), n_classes)
+    assert_allclose(proba.sum(axis=1), 1.0)
+    assert np.all((proba >= 0) & (proba <= 1))
+    scores = model.decision_function(X)
+    assert scores.shape == (len(X), n_classes)
+    assert_array_equal(model.predict(X), model.classes_[np.argmax(scores, axis=1)])
+    assert_array_equal(np.argmax(proba, axis=1), np.argmax(scores, axis=1))
+    assert_allclose(model.predict_log_proba(X), np.log(proba))
+    assert model.transform(X).shape == (len(X), int(model.k_.sum()))
+    assert model.score(X, y) > 0.95
+
+
+def test_iris_string_labels():
+    X, y = load_iris(return_X_y=True)
+    species = np.array(["setosa", "versicolor", "virginica"])
+    names = species[y]
+    numeric = GreedyKFDA(k=10).fit(X, y)
+    text = GreedyKFDA(k=10).fit(X, names)
+    assert_array_equal(text.classes_, species)
+    assert text.predict(X).dtype == names.dtype
+    assert_array_equal(text.predict(X), species[numeric.predict(X)])
+    assert_array_equal(text.decision_function(X), numeric.decision_function(X))
+    assert text.score(X, names) > 0.9
+
+
+def test_binary_string_labels(moons):
+    X, y = moons
+    labels = np.array(["no", "yes"])[y]
+    model = GreedyKFDA(k=10, gamma=2.0).fit(X, labels)
+    assert_array_equal(model.classes_, ["no", "yes"])
+    assert set(model.predict(X)) <= {"no", "yes"}
+    assert_array_equal(model.predict(X) == "yes", model.decision_function(X) > 0)
+
+
+# -- binary -------------------------------------------------------------------------
+
+
+def test_binary_methods_agree(moons):
+    X, y = moons
+    model = GreedyKFDA(k=20, gamma=2.0).fit(X, y)
+    assert model.k_ == 20 and model.support_.shape == (20,)
+    assert model.coef_.shape == (1, 20) and model.intercept_.shape == (1,)
+    assert not model.stopped_early_
+    assert model.score(X, y) > 0.9
+
+    X_test, _ = make_moons(n_samples=300, noise=0.3, random_state=1)
+    scores = model.decision_function(X_test)
+    proba = model.predict_proba(X_test)
+    assert scores.shape == (len(X_test),) and proba.shape == (len(X_test), 2)
+    assert_allclose(proba.sum(axis=1), 1.0)
+    order = np.argsort(scores, kind="stable")
+    assert np.all(np.diff(proba[order, 1]) >= 0)
+    assert_array_equal(model.predict(X_test), model.classes_[(scores > 0).astype(int)])
+    assert_array_equal(proba[:, 1] > 0.5, scores > 0)
+    assert_allclose(model.predict_log_proba(X_test), np.log(proba), rtol=1e-12, atol=1e-12)
+
+    features = model.transform(X_test)
+    assert features.shape == (len(X_test), model.k_)
+    assert_allclose(features @ model.coef_[0] + model.intercept_[0], scores, rtol=1e-10, atol=1e-12)
+    assert_allclose(model.fit_transform(X, y), model.transform(X))
+
+
+# -- kernels ------------------------------------------------------------------------
+
+
+def test_precomputed_matches_rbf(moons):
+    X, y = moons
+    X_train, X_test, y_train = X[:150], X[150:], y[:150]
+    gamma = 1.5
+    rbf = GreedyKFDA(k=15, gamma=gamma).fit(X_train, y_train)
+    pre = GreedyKFDA(k=15, kernel="precomputed").fit(rbf_kernel(X_train, gamma=gamma), y_train)
+    assert_array_equal(pre.support_, rbf.support_)
+    assert pre.support_vectors_.shape == (15, 0)
+    K_test = rbf_kernel(X_test, X_train, gamma=gamma)
+    assert_array_equal(pre.predict(K_test), rbf.predict(X_test))
+    assert_allclose(pre.decision_function(K_test), rbf.decision_function(X_test), rtol=1e-6, atol=1e-8)
+    assert_allclose(pre.predict_proba(K_test), rbf.predict_proba(X_test), rtol=1e-6, atol=1e-8)
+
+
+def test_callable_kernel_matches_rbf(moons):
+    X, y = moons
+    rbf = GreedyKFDA(k=15, gamma=0.5).fit(X, y)
+    func = GreedyKFDA(k=15, kernel=lambda A, B: rbf_kernel(A, B, gamma=0.5)).fit(X, y)
+    assert_array_equal(func.support_, rbf.support_)
+    assert_array_equal(func.predict(X), rbf.predict(X))
+    assert_allclose(func.decision_function(X), rbf.decision_function(X), rtol=1e-6, atol=1e-8)
+
+
+def test_linear_and_poly_kernels_fit(blobs):
+    X, y = blobs
+    for params in [{"kernel": "linear"}, {"kernel": "poly", "degree": 2, "gamma": 0.1}]:
+        model = GreedyKFDA(k=6, deflation="projection", **params).fit(X, y)
+        assert model.score(X, y) > 0.7
+
+
+def test_float32_close_to_float64(moons):
+    X, y = moons
+    double = GreedyKFDA(k=10, gamma=2.0, dtype="float64").fit(X, y)
+    single = GreedyKFDA(k=10, gamma=2.0, dtype="float32").fit(X, y)
+    # Well-conditioned (10 well-spread bases of 200): float32 rounding does not change
+    # any choice, so the support is identical and only the kernel values differ.
+    assert_array_equal(single.support_, double.support_)
+    assert_allclose(single.decision_function(X), double.decision_function(X), rtol=1e-3, atol=1e-3)
+    assert np.mean(single.predict(X) == double.predict(X)) > 0.99
+    # float32 input with the float64 engine is upcast, and vice versa.
+    assert_array_equal(GreedyKFDA(k=10, gamma=2.0).fit(X.astype(np.float32), y).support_, double.support_)
+
+
+@pytest.mark.parametrize("criterion", ["optimal", "random"])
+def test_thread_count_does_not_change_results(moons, criterion):
+    X, y = moons
+    X = np.repeat(X, 3, axis=0) + np.random.default_rng(0).normal(scale=0.01, size=(600, 2))
+    y = np.repeat(y, 3)
+    params = dict(k=25, gamma=2.0, criterion=criterion, random_state=3)
+    one = GreedyKFDA(n_jobs=1, **params).fit(X, y)
+    two = GreedyKFDA(n_jobs=2, **params).fit(X, y)
+    assert_array_equal(one.support_, two.support_)
+    assert_array_equal(one.decision_function(X), two.decision_function(X))
+    assert_array_equal(one.predict_proba(X), two.predict_proba(X))
+
+
+def test_random_criterion_reproducible(moons):
+    X, y = moons
+    first = GreedyKFDA(k=30, criterion="random", random_state=42).fit(X, y)
+    again = GreedyKFDA(k=30, criterion="random", random_state=42).fit(X, y)
+    other = GreedyKFDA(k=30, criterion="random", random_state=7).fit(X, y)
+    assert_array_equal(first.support_, again.support_)
+    assert len(np.unique(first.support_)) == 30
+    assert not np.array_equal(first.support_, other.support_)
+    seeded = GreedyKFDA(k=30, criterion="random", random_state=np.random.RandomState(42)).fit(X, y)
+    assert_array_equal(seeded.support_, first.support_)
+
+
+def test_grid_search_in_pipeline(moons):
+    X, y = moons
+    pipeline = make_pipeline(StandardScaler(), GreedyKFDA())
+    grid = GridSearchCV(pipeline, {"greedykfda__k": [5, 20], "greedykfda__gamma": [0.5, 2.0]}, cv=3)
+    grid.fit(X, y)
+    assert grid.best_params_["greedykfda__k"] in (5, 20)
+    assert grid.best_params_["greedykfda__gamma"] in (0.5, 2.0)
+    assert grid.best_score_ > 0.8
+    assert grid.predict(X).shape == y.shape
+
+
+def test_fit_function(moons):
+    X, y = moons
+    model = gkfda.fit(X, y, k=12, deflation="projection", gamma=2.0)
+    assert isinstance(model, GreedyKFDA)
+    assert model.get_params()["k"] == 12 and model.deflation == "projection" and model.gamma == 2.0
+    assert model.k_ == 12
+    reference = GreedyKFDA(k=12, deflation="projection", gamma=2.0).fit(X, y)
+    assert_array_equal(model.support_, reference.support_)
+
+
+@pytest.mark.parametrize("deflation", ["projection", "schur", "ortho-projection"])
+def test_early_stop_on_low_rank_kernel(deflation):
+    # A linear kernel of 2-feature data has rank 2: after two picks every deflated
+    # column is numerically zero and the selection must stop.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 2))
+    y = (X[:, 0] + 0.5 * X[:, 1] > 0).astype(int)
+    model = GreedyKFDA(k=10, kernel="linear", deflation=deflation).fit(X, y)
+    assert model.k_ < 10
+    assert model.k_ == 2
+    assert model.stopped_early_
+    assert model.support_.shape == (model.k_,)
+    assert model.coef_.shape == (1, model.k_)
+    assert model.transform(X).shape == (80, model.k_)
+    assert model.score(X, y) > 0.95
+    assert_allclose(model.predict_proba(X).sum(axis=1), 1.0)
+
+
+def test_stages(moons):
+    X, y = moons
+    model = GreedyKFDA(k=12, stages=4, gamma=2.0).fit(X, y)
+    assert model.k_ == 12 and len(np.unique(model.support_)) == 12
+    assert model.score(X, y) > 0.9
+
+
+@pytest.mark.parametrize("criterion", gkfda.CRITERIA)
+@pytest.mark.parametrize("deflation", gkfda.DEFLATIONS)
+def test_every_criterion_and_deflation_fits(moons, criterion, deflation):
+    X, y = moons
+    model = GreedyKFDA(k=6, gamma=2.0, criterion=criterion, deflation=deflation, random_state=0).fit(X, y)
+    assert 1 <= model.k_ <= 6
+    assert len(np.unique(model.support_)) == model.k_
+    assert np.all(np.isfinite(model.decision_function(X)))
