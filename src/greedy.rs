@@ -379,13 +379,14 @@ impl<'a, F: Real> Engine<'a, F> {
         })
     }
 
-    /// Score of every admissible candidate (higher is better), best first, ties to the
-    /// lowest index.
+    /// The `take` best admissible candidates (higher score is better), best first, ties
+    /// to the lowest index.
     fn ranked_candidates(
         &self,
         criterion: Criterion,
         blocked: &[bool],
         rank: &[usize],
+        take: usize,
     ) -> Vec<usize> {
         let mut scored: Vec<(F, usize)> = Vec::new();
         for i in 0..self.m {
@@ -407,7 +408,15 @@ impl<'a, F: Real> Engine<'a, F> {
             };
             scored.push((score, i));
         }
-        scored.sort_by(|(sa, ia), (sb, ib)| sb.as_f64().total_cmp(&sa.as_f64()).then(ia.cmp(ib)));
+        let best_first = |(sa, ia): &(F, usize), (sb, ib): &(F, usize)| {
+            sb.as_f64().total_cmp(&sa.as_f64()).then(ia.cmp(ib))
+        };
+        // Only the best `take` are needed: an O(m) partition, then a sort of those.
+        if take < scored.len() {
+            scored.select_nth_unstable_by(take, best_first);
+            scored.truncate(take);
+        }
+        scored.sort_by(best_first);
         scored.into_iter().map(|(_, i)| i).collect()
     }
 
@@ -619,13 +628,13 @@ pub fn select<F: Real>(
     let mut chosen = Vec::with_capacity(params.k);
     let mut stopped_early = false;
     while chosen.len() < params.k {
-        let ranked = engine.ranked_candidates(params.criterion, &blocked, &rank);
-        if ranked.is_empty() {
+        let take = params.stages.min(params.k - chosen.len());
+        let picks = engine.ranked_candidates(params.criterion, &blocked, &rank, take);
+        if picks.is_empty() {
             stopped_early = true;
             break;
         }
-        let take = params.stages.min(params.k - chosen.len());
-        let picks = &ranked[..take.min(ranked.len())];
+        let picks = picks.as_slice();
         for &i in picks {
             blocked[i] = true;
         }

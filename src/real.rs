@@ -14,6 +14,7 @@ pub trait Real:
     + Sync
     + std::ops::AddAssign
     + std::ops::SubAssign
+    + crate::passes::Dots
     + 'static
 {
     /// Relative threshold below which a column counts as numerically explained

@@ -1,0 +1,657 @@
+"""Benchmark data sets and loaders for your own data.
+
+The 13 binary IDA benchmark problems of G. Rätsch (banana, breast_cancer, diabetis, flare_solar,
+german, heart, image, ringnorm, splice, thyroid, titanic, twonorm, waveform) ship inside the
+package as ``.npz`` files under ``gkfda/data/raetsch/`` (provenance, licence situation and
+citations: ``gkfda/data/raetsch/README.md``). :func:`load_benchmark` returns one of them with the
+full set of train/test realisations of the benchmark protocol (100, or 20 for image and splice).
+
+Only some canonical IDA realisations survive publicly: realisations 1-10 of banana, breast_cancer,
+german, heart, image, ringnorm, titanic and waveform, realisation 1 of twonorm, and none of
+diabetis, flare_solar, splice and thyroid. The stored canonical realisations are used as they are;
+every other realisation is *generated*: a seeded random partition of the N patterns with the
+canonical train/test sizes. ``Benchmark.canonical`` tells which is which. Results on generated
+realisations are comparable in distribution, not split by split, to published numbers.
+
+Your own data is read with existing parsers (scikit-learn's svmlight reader, ``numpy.loadtxt``,
+``numpy.load``): :func:`load_svmlight`, :func:`load_csv`, :func:`load_npz` and the dispatcher
+:func:`load_file`. They return ``(X, y)`` with ``X`` a dense float64 array and the labels as they
+are in the file (any two distinct values; :class:`gkfda.GreedyKFDA` maps them itself).
+
+Examples
+--------
+>>> from gkfda.datasets import list_benchmarks, load_benchmark
+>>> len(list_benchmarks())
+13
+>>> bench = load_benchmark("banana")
+>>> bench
+Benchmark(name='banana', n_samples=5300, n_features=2, n_train=400, n_test=4900, n_realisations=100, n_canonical=10)
+>>> X_train, y_train, X_test, y_test = bench.split(0)
+>>> X_train.shape, X_test.shape
+((400, 2), (4900, 2))
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import importlib.resources
+import os
+import re
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Optional, Tuple, Union
+
+import numpy as np
+
+__all__ = [
+    "Benchmark",
+    "list_benchmarks",
+    "load_benchmark",
+    "load_svmlight",
+    "load_csv",
+    "load_npz",
+    "load_file",
+    "GENERATED_SEED",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+#: The 13 benchmark names, sorted.
+_BENCHMARKS = (
+    "banana",
+    "breast_cancer",
+    "diabetis",
+    "flare_solar",
+    "german",
+    "heart",
+    "image",
+    "ringnorm",
+    "splice",
+    "thyroid",
+    "titanic",
+    "twonorm",
+    "waveform",
+)
+
+#: First word of the seed of every generated realisation (see :func:`load_benchmark`).
+GENERATED_SEED = 20_010_301
+
+_DATA_PACKAGE = "gkfda"
+_DATA_DIR = ("data", "raetsch")
+
+
+def list_benchmarks() -> list:
+    """Names of the shipped IDA benchmark data sets.
+
+    Returns
+    -------
+    list of str
+        The 13 names, sorted; each is a valid argument of :func:`load_benchmark`.
+
+    Examples
+    --------
+    >>> from gkfda.datasets import list_benchmarks
+    >>> list_benchmarks()  # doctest: +NORMALIZE_WHITESPACE
+    ['banana', 'breast_cancer', 'diabetis', 'flare_solar', 'german', 'heart', 'image',
+     'ringnorm', 'splice', 'thyroid', 'titanic', 'twonorm', 'waveform']
+    """
+    return list(_BENCHMARKS)
+
+
+def _readonly(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Benchmark:
+    """One IDA benchmark data set with all realisations of its train/test protocol.
+
+    Row ``r`` of ``train``/``test`` is IDA realisation ``r + 1``. The arrays are read-only; index
+    them (or use :meth:`split`) to get writable copies.
+
+    Attributes
+    ----------
+    name : str
+        Data set name, one of :func:`list_benchmarks`.
+    X : ndarray of shape (N, d), float64
+        All N patterns. Every realisation is a partition of these rows; duplicate rows are kept.
+    y : ndarray of shape (N,), int64
+        Labels in {-1, +1}.
+    train : ndarray of shape (R, m_train), int64
+        0-based row indices into ``X`` of the training set of each realisation.
+    test : ndarray of shape (R, m_test), int64
+        0-based row indices into ``X`` of the test set of each realisation.
+    canonical : ndarray of shape (R,), bool
+        True where the row is the canonical IDA realisation, False where it was generated.
+
+    Examples
+    --------
+    >>> from gkfda.datasets import load_benchmark
+    >>> bench = load_benchmark("twonorm")
+    >>> bench.n_realisations, bench.n_canonical
+    (100, 1)
+    >>> bench.canonical[:3]
+    array([ True, False, False])
+    >>> bench.train.shape, bench.test.shape
+    ((100, 400), (100, 7000))
+    """
+
+    name: str
+    X: np.ndarray
+    y: np.ndarray
+    train: np.ndarray
+    test: np.ndarray
+    canonical: np.ndarray
+
+    @property
+    def n_samples(self) -> int:
+        """Number N of patterns (= ``n_train + n_test``)."""
+        return int(self.X.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        """Input dimension d."""
+        return int(self.X.shape[1])
+
+    @property
+    def n_train(self) -> int:
+        """Canonical training-set size m_train."""
+        return int(self.train.shape[1])
+
+    @property
+    def n_test(self) -> int:
+        """Canonical test-set size m_test."""
+        return int(self.test.shape[1])
+
+    @property
+    def n_realisations(self) -> int:
+        """Number R of realisations of the protocol (100, or 20 for image and splice)."""
+        return int(self.train.shape[0])
+
+    @property
+    def n_canonical(self) -> int:
+        """How many of the R realisations are canonical IDA realisations (the rest are generated)."""
+        return int(np.count_nonzero(self.canonical))
+
+    def split(self, r: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Train and test data of realisation row ``r`` (0-based: IDA realisation ``r + 1``).
+
+        Parameters
+        ----------
+        r : int
+            Row index, ``0 <= r < n_realisations`` (negative indices count from the end).
+
+        Returns
+        -------
+        X_train, y_train, X_test, y_test : ndarray
+            Fresh (writable) copies.
+
+        Examples
+        --------
+        >>> from gkfda.datasets import load_benchmark
+        >>> X_train, y_train, X_test, y_test = load_benchmark("heart").split(0)
+        >>> X_train.shape, y_train.shape, X_test.shape, y_test.shape
+        ((170, 13), (170,), (100, 13), (100,))
+        >>> sorted(set(y_train.tolist()))
+        [-1, 1]
+        """
+        index = int(r)
+        if not -self.n_realisations <= index < self.n_realisations:
+            raise IndexError(
+                f"realisation row {r!r} out of range for {self.name!r} "
+                f"with {self.n_realisations} realisations"
+            )
+        tr, te = self.train[index], self.test[index]
+        return self.X[tr], self.y[tr], self.X[te], self.y[te]
+
+    def splits(self, canonical_only: bool = False) -> Iterator[Tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+        """Iterate over realisations as ``(r, X_train, y_train, X_test, y_test)``.
+
+        Parameters
+        ----------
+        canonical_only : bool, default False
+            Only the canonical IDA realisations.
+
+        Examples
+        --------
+        >>> from gkfda.datasets import load_benchmark
+        >>> [r for r, *_ in load_benchmark("image").splits(canonical_only=True)]
+        [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+        """
+        for r in range(self.n_realisations):
+            if canonical_only and not self.canonical[r]:
+                continue
+            yield (r, *self.split(r))
+
+    def __repr__(self) -> str:
+        return (
+            f"Benchmark(name={self.name!r}, n_samples={self.n_samples}, n_features={self.n_features}, "
+            f"n_train={self.n_train}, n_test={self.n_test}, n_realisations={self.n_realisations}, "
+            f"n_canonical={self.n_canonical})"
+        )
+
+
+def _normalise_name(name: object) -> str:
+    if not isinstance(name, str):
+        raise TypeError(f"benchmark name must be a str, got {type(name).__name__}")
+    key = name.strip().lower().replace("-", "_").replace(" ", "_")
+    if key not in _BENCHMARKS:
+        raise ValueError(
+            f"unknown benchmark name {name!r}; valid names are: {', '.join(_BENCHMARKS)}"
+        )
+    return key
+
+
+def _resource(name: str):
+    """The packaged ``.npz`` of benchmark ``name`` as an ``importlib.resources`` Traversable."""
+    node = importlib.resources.files(_DATA_PACKAGE)
+    for part in _DATA_DIR:
+        node = node / part
+    return node / f"{name}.npz"
+
+
+def _generated_split(name: str, realisation: int, n: int, m_train: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Seeded random partition of ``range(n)`` for 1-based ``realisation`` of ``name``.
+
+    The permutation is the stable argsort of raw PCG64 outputs seeded by
+    ``SeedSequence([GENERATED_SEED, crc32(name), realisation])``: both the seed hashing and the
+    PCG64 stream are fixed by their specification, so the result is identical on every machine,
+    platform and NumPy version, and it does not touch NumPy's global random state.
+    """
+    seed = [GENERATED_SEED, zlib.crc32(name.encode("ascii")), int(realisation)]
+    raw = np.random.PCG64(np.random.SeedSequence(seed)).random_raw(n)
+    order = np.argsort(raw, kind="stable").astype(np.int64)
+    return order[:m_train], order[m_train:]
+
+
+def load_benchmark(name: str) -> Benchmark:
+    """Load one IDA benchmark data set with its full train/test protocol.
+
+    Parameters
+    ----------
+    name : str
+        One of :func:`list_benchmarks` (case-insensitive; ``-`` may stand for ``_``).
+
+    Returns
+    -------
+    Benchmark
+        ``R`` realisations (100, or 20 for image and splice). The canonical realisations stored
+        in the package are placed in their rows (realisation ``k`` in row ``k - 1``) and flagged
+        in ``canonical``. Every other row is generated: a random partition of ``range(N)`` into
+        the canonical train/test sizes, seeded by ``(GENERATED_SEED, crc32(name), k)``, so it is
+        the same on every machine and independent of NumPy's global random state.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not a benchmark name.
+
+    Examples
+    --------
+    >>> from gkfda.datasets import load_benchmark
+    >>> bench = load_benchmark("banana")
+    >>> bench.X.shape, bench.y.dtype.name, bench.train.shape, bench.test.shape
+    ((5300, 2), 'int64', (100, 400), (100, 4900))
+    >>> bench.n_canonical, bool(bench.canonical[9]), bool(bench.canonical[10])
+    (10, True, False)
+    >>> load_benchmark("splice").n_realisations
+    20
+    >>> load_benchmark("nope")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown benchmark name 'nope'; valid names are: banana, breast_cancer, ...
+    """
+    key = _normalise_name(name)
+    with importlib.resources.as_file(_resource(key)) as path:
+        with np.load(path, allow_pickle=False) as archive:
+            X = np.ascontiguousarray(archive["X"], dtype=np.float64)
+            y = archive["y"].astype(np.int64)
+            stored_train = archive["train"].astype(np.int64)
+            stored_test = archive["test"].astype(np.int64)
+            realisations = archive["realisations"].astype(np.int64)
+            n_realisations = int(archive["n_realisations_canonical"])
+
+    n, m_train, m_test = X.shape[0], stored_train.shape[1], stored_test.shape[1]
+    if m_train + m_test != n or y.shape != (n,):
+        raise RuntimeError(f"packaged benchmark {key!r} is inconsistent")  # pragma: no cover
+
+    train = np.empty((n_realisations, m_train), dtype=np.int64)
+    test = np.empty((n_realisations, m_test), dtype=np.int64)
+    canonical = np.zeros(n_realisations, dtype=bool)
+    for row, number in enumerate(realisations):
+        train[number - 1] = stored_train[row]
+        test[number - 1] = stored_test[row]
+        canonical[number - 1] = True
+    for r in np.flatnonzero(~canonical):
+        train[r], test[r] = _generated_split(key, int(r) + 1, n, m_train)
+
+    return Benchmark(
+        name=key,
+        X=_readonly(X),
+        y=_readonly(y),
+        train=_readonly(train),
+        test=_readonly(test),
+        canonical=_readonly(canonical),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Loaders for the user's own data
+# --------------------------------------------------------------------------------------------
+
+
+def _tidy_labels(labels: np.ndarray) -> np.ndarray:
+    """Integral numeric labels as int64, other numbers as float64, anything else unchanged."""
+    labels = np.asarray(labels)
+    if labels.dtype.kind in "US":
+        try:
+            labels = labels.astype(np.float64)
+        except ValueError:
+            return labels  # textual class names, kept as given
+    if labels.dtype.kind == "f" and labels.size and np.all(np.isfinite(labels)) \
+            and np.all(labels == np.round(labels)) and np.all(np.abs(labels) < 2**53):
+        return labels.astype(np.int64)
+    return labels
+
+
+def load_svmlight(path: PathLike, n_features: Optional[int] = None, zero_based: Union[bool, str] = "auto"):
+    """Read a file in svmlight / libsvm format (``label index:value ...``).
+
+    Parsing is done by :func:`sklearn.datasets.load_svmlight_file`; compressed ``.gz``/``.bz2``
+    files are read transparently.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file.
+    n_features : int, optional
+        Number of features; inferred from the largest index when omitted.
+    zero_based : bool or "auto", default "auto"
+        Whether feature indices start at 0 (passed to scikit-learn).
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features), float64
+        Dense data (absent entries are 0).
+    y : ndarray of shape (n_samples,)
+        The labels as written in the file: int64 when they are all integers (e.g. ``-1``/``+1``
+        or ``0``/``1``), float64 otherwise.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from gkfda.datasets import load_svmlight
+    >>> path = os.path.join(tempfile.mkdtemp(), "toy.svm")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("+1 1:0.5 3:2\\n-1 2:1.5\\n")
+    >>> X, y = load_svmlight(path)
+    >>> X
+    array([[0.5, 0. , 2. ],
+           [0. , 1.5, 0. ]])
+    >>> y
+    array([ 1, -1])
+    """
+    from sklearn.datasets import load_svmlight_file
+
+    X, y = load_svmlight_file(os.fspath(path), n_features=n_features, dtype=np.float64,
+                              zero_based=zero_based)
+    return np.ascontiguousarray(X.toarray(), dtype=np.float64), _tidy_labels(y)
+
+
+def _looks_numeric(field: str) -> bool:
+    try:
+        float(field.strip().strip('"').strip("'"))
+    except ValueError:
+        return False
+    return True
+
+
+def _first_data_line(path: PathLike, comments: str = "#") -> Optional[str]:
+    with _open_text(path) as handle:
+        for line in handle:
+            content = line.split(comments, 1)[0] if comments else line
+            if content.strip():
+                return content.rstrip("\r\n")
+    return None
+
+
+def load_csv(
+    path: PathLike,
+    label_column: int = -1,
+    delimiter: Optional[str] = ",",
+    skip_header: Optional[int] = None,
+    comments: str = "#",
+):
+    """Read a delimited text table with one label column.
+
+    Parsing is done by :func:`numpy.loadtxt` (no pandas needed); ``.gz``/``.bz2`` files are read
+    transparently. Quoted fields (``"..."``) are allowed; missing values are not.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file.
+    label_column : int, default -1
+        Column holding the labels (negative counts from the end). All other columns are features
+        and must be numeric.
+    delimiter : str or None, default ","
+        Field separator; ``None`` splits on any whitespace.
+    skip_header : int or None, default None
+        Number of leading lines to skip. ``None`` detects a single header line: the first line is
+        skipped when one of its feature fields is not a number.
+    comments : str, default "#"
+        Text after this character is ignored.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features), float64
+    y : ndarray of shape (n_samples,)
+        The labels as written: int64 when they are all integers, float64 when numeric otherwise,
+        and a string array for textual class names (e.g. ``"yes"``/``"no"``).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from gkfda.datasets import load_csv
+    >>> path = os.path.join(tempfile.mkdtemp(), "toy.csv")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("a,b,label\\n1.0,2.0,yes\\n3.0,4.5,no\\n")
+    >>> X, y = load_csv(path)
+    >>> X
+    array([[1. , 2. ],
+           [3. , 4.5]])
+    >>> y
+    array(['yes', 'no'], dtype='<U3')
+    """
+    if skip_header is None:
+        first = _first_data_line(path, comments)
+        skip_header = 0
+        if first is not None:
+            fields = first.split(delimiter)
+            if len(fields) > 1:
+                label_index = label_column % len(fields) if -len(fields) <= label_column < len(fields) else None
+                features = [f for i, f in enumerate(fields) if i != label_index]
+                skip_header = int(not all(_looks_numeric(f) for f in features))
+    try:
+        table = np.loadtxt(os.fspath(path), dtype=str, delimiter=delimiter, skiprows=skip_header,
+                           comments=comments, ndmin=2, quotechar='"', encoding="utf-8")
+    except ValueError as exc:
+        raise ValueError(f"cannot read {os.fspath(path)!r} as a delimited table: {exc}") from exc
+    if table.shape[0] == 0:
+        raise ValueError(f"{os.fspath(path)!r} holds no data rows")
+    n_columns = table.shape[1]
+    if n_columns < 2:
+        raise ValueError(
+            f"{os.fspath(path)!r} has a single column; expected features and a label column "
+            f"(is delimiter={delimiter!r} right?)"
+        )
+    if not -n_columns <= label_column < n_columns:
+        raise ValueError(f"label_column={label_column} out of range for {n_columns} columns")
+    label_index = label_column % n_columns
+    table = np.char.strip(table)
+    labels = table[:, label_index]
+    features = np.delete(table, label_index, axis=1)
+    try:
+        X = features.astype(np.float64)
+    except ValueError as exc:
+        raise ValueError(f"non-numeric feature value in {os.fspath(path)!r}: {exc}") from exc
+    return np.ascontiguousarray(X), _tidy_labels(labels)
+
+
+def load_npz(path: PathLike):
+    """Read ``X`` and ``y`` from a NumPy ``.npz`` archive (as written by ``np.savez``).
+
+    The archive is opened with ``allow_pickle=False``; other keys are ignored.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features), float64
+    y : ndarray of shape (n_samples,)
+        The labels exactly as stored (any dtype without pickled objects).
+
+    Raises
+    ------
+    ValueError
+        If the file is not an ``.npz`` archive, lacks ``X`` or ``y``, or their shapes disagree.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from gkfda.datasets import load_npz
+    >>> path = os.path.join(tempfile.mkdtemp(), "toy.npz")
+    >>> np.savez(path, X=np.eye(3), y=np.array([0, 1, 1]))
+    >>> X, y = load_npz(path)
+    >>> X.shape, y
+    ((3, 3), array([0, 1, 1]))
+    """
+    archive = np.load(os.fspath(path), allow_pickle=False)
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise ValueError(f"{os.fspath(path)!r} is not an .npz archive (np.load gave a single array)")
+    with archive:
+        missing = [key for key in ("X", "y") if key not in archive.files]
+        if missing:
+            raise ValueError(
+                f"{os.fspath(path)!r} lacks key(s) {', '.join(missing)}; an .npz data file needs "
+                f"arrays 'X' (n_samples x n_features) and 'y' (n_samples); found: "
+                f"{', '.join(archive.files) or 'no arrays'}"
+            )
+        X = archive["X"]
+        y = archive["y"]
+    try:
+        X = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"'X' in {os.fspath(path)!r} is not numeric: {exc}") from exc
+    if X.ndim != 2:
+        raise ValueError(f"'X' in {os.fspath(path)!r} must be 2-D, got shape {X.shape}")
+    y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != X.shape[0]:
+        raise ValueError(
+            f"'y' in {os.fspath(path)!r} must be 1-D with {X.shape[0]} entries, got shape {y.shape}"
+        )
+    return np.ascontiguousarray(X), y
+
+
+_COMPRESSION = {".gz": gzip.open, ".bz2": bz2.open}
+_SVMLIGHT_SUFFIXES = (".svm", ".svmlight", ".libsvm")
+_CSV_SUFFIXES = {".csv": ",", ".tsv": "\t"}
+_SNIFF_SUFFIXES = (".txt", ".dat")
+_SVMLIGHT_TOKEN = re.compile(r"^(qid:\S+|\d+:\S+)$")
+
+
+def _open_text(path: PathLike):
+    opener = _COMPRESSION.get(Path(path).suffix.lower())
+    if opener is not None:
+        return opener(os.fspath(path), "rt", encoding="utf-8")
+    return open(os.fspath(path), encoding="utf-8")
+
+
+def _looks_like_svmlight(path: PathLike, max_lines: int = 50) -> bool:
+    """True when a data line has ``index:value`` tokens after the label."""
+    with _open_text(path) as handle:
+        for i, line in enumerate(handle):
+            if i >= max_lines:
+                break
+            tokens = line.split("#", 1)[0].split()
+            if len(tokens) > 1:
+                return all(_SVMLIGHT_TOKEN.match(t) for t in tokens[1:])
+    return False
+
+
+def load_file(path: PathLike, **kwargs):
+    """Read a data file, choosing the loader by its extension.
+
+    Rule (case-insensitive; a trailing ``.gz``/``.bz2`` is looked through):
+
+    * ``.npz`` → :func:`load_npz`;
+    * ``.csv`` → :func:`load_csv` (comma-separated), ``.tsv`` → :func:`load_csv` with
+      ``delimiter="\\t"``;
+    * ``.svm``, ``.svmlight``, ``.libsvm`` → :func:`load_svmlight`;
+    * ``.txt``, ``.dat`` → sniffed: :func:`load_svmlight` when the data lines hold
+      ``index:value`` tokens, otherwise :func:`load_csv` with whitespace separation
+      (``delimiter=None``).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file.
+    **kwargs
+        Passed on to the chosen loader (e.g. ``label_column=0`` for a table).
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features), float64
+    y : ndarray of shape (n_samples,)
+        The labels as given in the file (see the individual loaders).
+
+    Raises
+    ------
+    ValueError
+        For any other extension.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from gkfda.datasets import load_file
+    >>> folder = tempfile.mkdtemp()
+    >>> np.savetxt(os.path.join(folder, "toy.txt"), [[0.5, 1.0, 1], [2.0, 3.0, -1]])
+    >>> X, y = load_file(os.path.join(folder, "toy.txt"))
+    >>> X.shape, y
+    ((2, 2), array([ 1, -1]))
+    """
+    suffixes = [s.lower() for s in Path(path).suffixes]
+    compressed = bool(suffixes) and suffixes[-1] in _COMPRESSION
+    if compressed:
+        suffixes = suffixes[:-1]
+    suffix = suffixes[-1] if suffixes else ""
+    if suffix == ".npz":
+        if compressed:
+            raise ValueError(
+                f"cannot read {os.fspath(path)!r}: a compressed .npz must be decompressed first "
+                f"(use np.savez_compressed for compressed archives)"
+            )
+        return load_npz(path, **kwargs)
+    if suffix in _CSV_SUFFIXES:
+        kwargs.setdefault("delimiter", _CSV_SUFFIXES[suffix])
+        return load_csv(path, **kwargs)
+    if suffix in _SVMLIGHT_SUFFIXES:
+        return load_svmlight(path, **kwargs)
+    if suffix in _SNIFF_SUFFIXES:
+        if _looks_like_svmlight(path):
+            return load_svmlight(path, **kwargs)
+        kwargs.setdefault("delimiter", None)
+        return load_csv(path, **kwargs)
+    raise ValueError(
+        f"cannot tell the format of {os.fspath(path)!r} from its extension {suffix or '(none)'!r}; "
+        f"supported: .npz, .csv, .tsv, .svm, .svmlight, .libsvm, .txt, .dat (optionally .gz/.bz2), "
+        f"or call load_npz / load_csv / load_svmlight directly"
+    )
