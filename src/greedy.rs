@@ -359,6 +359,10 @@ impl<'a, F: Real> Engine<'a, F> {
             &indicator(false),
             &weight,
         );
+        // Any NaN or infinity in K reaches these sums: refuse it rather than select noise.
+        if !p.iter().chain(&n).chain(&d).all(|v| v.is_finite()) {
+            return Err(Error::invalid("K", "contains NaN or infinite values"));
+        }
         let threshold = d.iter().map(|&d0| F::from_f64(tol) * d0).collect();
         Ok(Engine {
             kernel,
@@ -578,6 +582,15 @@ fn validate<F: Real>(
                 format!("must be a finite non-negative number, got {tol}"),
             ));
         }
+    }
+    if params.n_threads == 0 {
+        return Err(Error::invalid("n_jobs", "must be at least 1 thread"));
+    }
+    if params.random_order.is_some() && params.criterion != Criterion::Random {
+        return Err(Error::invalid(
+            "random_order",
+            "is only used by the random criterion",
+        ));
     }
     if let Some(order) = &params.random_order {
         let mut seen = vec![false; rows];
@@ -905,6 +918,20 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(argument(run(bad_order, &positive)), "random_order");
+        let stray_order = GreedyParams {
+            random_order: Some((0..20).collect()),
+            ..Default::default()
+        };
+        assert_eq!(argument(run(stray_order, &positive)), "random_order");
+        let no_threads = GreedyParams {
+            n_threads: 0,
+            ..Default::default()
+        };
+        assert_eq!(argument(run(no_threads, &positive)), "n_jobs");
+        let mut poisoned = kernel.clone();
+        poisoned[[3, 4]] = f64::NAN;
+        let poisoned_error = select(poisoned.view(), &positive, &GreedyParams::default());
+        assert_eq!(argument(poisoned_error.unwrap_err()), "K");
         assert_eq!(
             argument("best".parse::<Criterion>().unwrap_err()),
             "criterion"

@@ -112,16 +112,21 @@ fn select_typed<'py, F: Real + numpy::Element>(
 fn greedy_select<'py>(
     py: Python<'py>,
     kernel: &Bound<'py, PyAny>,
-    positive: PyReadonlyArray1<'py, bool>,
-    k: usize,
+    positive: &Bound<'py, PyAny>,
+    k: i64,
     criterion: &str,
     deflation: &str,
-    stages: usize,
+    stages: i64,
     random_order: Option<PyReadonlyArray1<'py, i64>>,
     seed: u64,
     tol: Option<f64>,
-    n_threads: usize,
+    n_threads: i64,
 ) -> PyResult<(Bound<'py, PyArray1<i64>>, bool, usize)> {
+    // Negative counts become 0, which the core rejects with a message naming them.
+    let count = |value: i64| usize::try_from(value).unwrap_or(0);
+    let positive: PyReadonlyArray1<'py, bool> = positive
+        .extract()
+        .map_err(|_| PyTypeError::new_err("positive: must be a 1-D boolean NumPy array"))?;
     let random_order = match random_order {
         None => None,
         Some(order) => Some(
@@ -137,14 +142,14 @@ fn greedy_select<'py>(
         ),
     };
     let params = GreedyParams {
-        k,
+        k: count(k),
         criterion: criterion.parse()?,
         deflation: deflation.parse()?,
-        stages,
+        stages: count(stages),
         random_order,
         seed,
         tol,
-        n_threads,
+        n_threads: count(n_threads),
     };
     let positive = positive
         .as_slice()

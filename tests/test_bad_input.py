@@ -104,11 +104,16 @@ def test_y_length_mismatch(data):
         GreedyKFDA(k=3).fit(X, y[:-1])
 
 
-@pytest.mark.parametrize("shape", [(20,), (20, 3, 1)], ids=["1-D", "3-D"])
-def test_X_wrong_dimensions(data, shape):
+def test_X_1d(data):
     X, y = data
-    with pytest.raises(ValueError, match=r"^X: .*(2D|dim 3)"):
-        GreedyKFDA(k=3).fit(np.zeros(shape) + np.arange(20).reshape((20,) + (1,) * (len(shape) - 1)), y)
+    with pytest.raises(ValueError, match=r"^X: Expected 2D array, got 1D array"):
+        GreedyKFDA(k=3).fit(X[:, 0], y)
+
+
+def test_X_3d(data):
+    X, y = data
+    with pytest.raises(ValueError, match=r"^X: Found array with dim 3"):
+        GreedyKFDA(k=3).fit(X[:, :, None], y)
 
 
 def test_X_1d_at_predict(data):
@@ -282,6 +287,63 @@ def test_kernel_too_large_for_memory(dtype):
     assert time.perf_counter() - start < 10.0  # refused up front, nothing was computed
 
 
+def test_precomputed_violation_in_a_late_block():
+    # The PSD checks run on blocks of rows (2**22 // m of them): m = 2100 makes two.
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(2100, 2))
+    K = rbf_kernel(X, gamma=0.5)
+    y = np.arange(2100) % 2
+    K[2050, 3] = K[3, 2050] = 1.01
+    with pytest.raises(ValueError, match=r"positive semi-definite; K\[3,2050\]"):
+        GreedyKFDA(k=3, kernel="precomputed").fit(K, y)
+    K[2050, 3] = 1.0
+    with pytest.raises(ValueError, match=r"must be symmetric"):
+        GreedyKFDA(k=3, kernel="precomputed").fit(K, y)
+
+
+def test_precomputed_out_of_float32_range(data, kernel):
+    _, y = data
+    with pytest.raises(ValueError, match=r"^X: has values beyond the range of float32"):
+        GreedyKFDA(k=3, kernel="precomputed", dtype="float32").fit(kernel * 1e300, y)
+
+
+def test_X_out_of_float32_range(data):
+    X, y = data
+    with pytest.raises(ValueError, match=r"^X: has values beyond the range of float32"):
+        GreedyKFDA(k=3, dtype="float32").fit(X * 1e39, y)
+    model = GreedyKFDA(k=3, dtype="float32").fit(X, y)
+    with pytest.raises(ValueError, match=r"^X: has values beyond the range of float32"):
+        model.predict(X * 1e39)
+
+
+def test_kernel_overflow(data):
+    X, y = data
+    with pytest.raises(ValueError, match=r"^X: the kernel matrix overflows float32"):
+        GreedyKFDA(k=3, kernel="linear", dtype="float32").fit(X * 1e20, y)
+    with pytest.raises(ValueError, match=r"^X: the kernel matrix overflows float64"):
+        GreedyKFDA(k=3, kernel="poly", degree=5, gamma=1.0, coef0=0.0).fit(X * 1e40, y)
+
+
+def test_variance_overflow(data):
+    X, y = data
+    with pytest.raises(ValueError, match=r"^X: the variance of the features overflows"):
+        GreedyKFDA(k=3).fit(X * 1e300, y)
+
+
+def test_callable_kernel_wrong_shape_at_predict(data):
+    X, y = data
+    calls = []
+
+    def kernel(A, B):
+        calls.append(1)
+        K = rbf_kernel(A, B)
+        return K if len(calls) == 1 else K[:, :1]
+
+    model = GreedyKFDA(k=3, kernel=kernel).fit(X, y)
+    with pytest.raises(ValueError, match=r"^kernel: the callable must return a matrix of shape \(20, 3\)"):
+        model.predict(X)
+
+
 # -- property: odd but finite input never crashes --------------------------------------
 
 
@@ -290,26 +352,34 @@ def test_kernel_too_large_for_memory(dtype):
     X=hnp.arrays(
         np.float64,
         st.tuples(st.integers(2, 12), st.integers(1, 3)),
-        elements=st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False),
+        elements=st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False)
+        | st.sampled_from([0.0, 1.0, -1.0, 1e-300, 1e30, -1e200]),
     ),
     data=st.data(),
     k=st.integers(1, 12),
     kernel=st.sampled_from(["rbf", "linear", "poly"]),
     deflation=st.sampled_from(["schur", "projection", "none", "ortho-schur"]),
+    dtype=st.sampled_from(["float64", "float32"]),
+    reg=st.sampled_from([0.0, 1e-4]),
 )
-def test_random_finite_input_fits_or_raises_value_error(X, data, k, kernel, deflation):
+def test_random_finite_input_fits_or_raises_value_error(X, data, k, kernel, deflation, dtype, reg):
     y = np.array(data.draw(st.lists(st.integers(0, 1), min_size=len(X), max_size=len(X))))
-    model = GreedyKFDA(k=k, kernel=kernel, deflation=deflation, n_jobs=1)
+    model = GreedyKFDA(k=k, kernel=kernel, deflation=deflation, dtype=dtype, reg=reg, n_jobs=1)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a numerical warning would be a defect too
         try:
             model.fit(X, y)
         except ValueError as error:
-            assert str(error).startswith(("k:", "y:")), error
+            # Too few samples for k, a single class, or values that overflow the kernel.
+            assert str(error).startswith(("k:", "y:", "X:")), error
             return
-        assert model.k_ <= k
+        scores = model.decision_function(X)
         proba = model.predict_proba(X)
-    assert np.all(np.isfinite(model.decision_function(X)))
+        log_proba = model.predict_log_proba(X)
+        features = model.transform(X)
+    assert model.k_ <= k
+    assert np.all(np.isfinite(scores)) and np.all(np.isfinite(features))
+    assert np.all(np.isfinite(log_proba))
     assert np.allclose(proba.sum(axis=1), 1.0)
     assert set(model.predict(X)) <= set(model.classes_)
 
@@ -355,8 +425,22 @@ def test_core_greedy_select_bad_k(selection_input, k):
 
 def test_core_greedy_select_negative_k(selection_input):
     K, positive = selection_input
-    with pytest.raises(OverflowError):  # pyo3 refuses a negative usize
+    with pytest.raises(ValueError, match="^k:"):
         _core.greedy_select(K, positive, -1)
+
+
+def test_core_greedy_select_refuses_nan_kernel_zero_threads_and_stray_order(selection_input):
+    K, positive = selection_input
+    poisoned = K.copy()
+    poisoned[2, 3] = np.nan
+    with pytest.raises(ValueError, match="^K:.*NaN"):
+        _core.greedy_select(poisoned, positive, 3)
+    with pytest.raises(ValueError, match="^n_jobs:"):
+        _core.greedy_select(K, positive, 3, n_threads=0)
+    with pytest.raises(ValueError, match="^random_order:"):
+        _core.greedy_select(K, positive, 3, random_order=np.arange(len(positive), dtype=np.int64))
+    with pytest.raises(TypeError, match="^positive:"):
+        _core.greedy_select(K, positive.astype(np.int64), 3)
 
 
 @pytest.mark.parametrize(

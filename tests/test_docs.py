@@ -5,7 +5,7 @@ import importlib
 
 import pytest
 
-MODULES = ["gkfda", "gkfda.estimator", "gkfda.reference", "gkfda._model"]
+MODULES = ["gkfda", "gkfda.estimator", "gkfda.reference", "gkfda._model", "gkfda.datasets"]
 
 
 @pytest.mark.parametrize("name", MODULES)

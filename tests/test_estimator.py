@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -75,6 +76,14 @@ def blobs():
     return X, y
 
 
+def _assert_log_of(log_proba, proba):
+    """``log_proba ≈ log(proba)``; it is the more precise of the two where ``proba`` is tiny."""
+    assert np.all(np.isfinite(log_proba))
+    assert_allclose(np.exp(log_proba), proba, rtol=1e-9, atol=1e-15)
+    confident = proba > 1e-6
+    assert_allclose(log_proba[confident], np.log(proba[confident]), rtol=1e-6, atol=1e-9)
+
+
 # -- persistence --------------------------------------------------------------------
 
 
@@ -140,7 +149,7 @@ def test_multiclass_attributes_and_consistency(blobs):
     assert scores.shape == (len(X), n_classes)
     assert_array_equal(model.predict(X), model.classes_[np.argmax(scores, axis=1)])
     assert_array_equal(np.argmax(proba, axis=1), np.argmax(scores, axis=1))
-    assert_allclose(model.predict_log_proba(X), np.log(proba))
+    _assert_log_of(model.predict_log_proba(X), proba)
     assert model.transform(X).shape == (len(X), int(model.k_.sum()))
     assert model.score(X, y) > 0.95
 
@@ -187,12 +196,57 @@ def test_binary_methods_agree(moons):
     assert np.all(np.diff(proba[order, 1]) >= 0)
     assert_array_equal(model.predict(X_test), model.classes_[(scores > 0).astype(int)])
     assert_array_equal(proba[:, 1] > 0.5, scores > 0)
-    assert_allclose(model.predict_log_proba(X_test), np.log(proba), rtol=1e-12, atol=1e-12)
+    _assert_log_of(model.predict_log_proba(X_test), proba)
 
     features = model.transform(X_test)
     assert features.shape == (len(X_test), model.k_)
     assert_allclose(features @ model.coef_[0] + model.intercept_[0], scores, rtol=1e-10, atol=1e-12)
     assert_allclose(model.fit_transform(X, y), model.transform(X))
+
+
+def test_log_proba_far_from_the_data():
+    # Far-away points have log-odds of hundreds: predict_proba rounds to 0 and 1 there,
+    # predict_log_proba must stay finite and exact.
+    X, y = make_moons(n_samples=200, noise=0.05, random_state=0)
+    model = GreedyKFDA(k=30, gamma=5.0).fit(X, y)
+    far = X * 3
+    log_proba = model.predict_log_proba(far)
+    assert np.all(np.isfinite(log_proba))
+    assert log_proba.min() < -100
+    assert_allclose(np.exp(log_proba), model.predict_proba(far), atol=1e-15)
+    assert_allclose(np.logaddexp(log_proba[:, 0], log_proba[:, 1]), 0.0, atol=1e-12)
+    iris_X, iris_y = load_iris(return_X_y=True)
+    multi = GreedyKFDA(k=10).fit(iris_X, iris_y)
+    log_proba = multi.predict_log_proba(iris_X * 5)
+    assert np.all(np.isfinite(log_proba))
+    assert_allclose(np.exp(log_proba), multi.predict_proba(iris_X * 5), atol=1e-12)
+
+
+def test_reg_zero_with_duplicate_points(moons):
+    # reg=0 and a basis chosen twice-over (duplicates, no deflation) make the
+    # within-class matrix singular: the minimum-norm solution is used, not an error.
+    X, y = moons
+    X = np.vstack([X, X])
+    y = np.concatenate([y, y])
+    model = GreedyKFDA(k=10, gamma=2.0, reg=0.0, deflation="none", criterion="random", random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.fit(X, y)
+        assert np.all(np.isfinite(model.decision_function(X)))
+    assert model.score(X, y) > 0.8
+
+
+def test_constant_features():
+    # Nothing is selectable in a constant X: no bases, no warning, an honest 0.5.
+    X = np.ones((10, 2))
+    y = np.array([0, 1] * 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = GreedyKFDA(k=3).fit(X, y)
+        proba = model.predict_proba(X)
+    assert model.k_ == 0 and model.stopped_early_
+    assert_allclose(proba, 0.5)
+    assert model.transform(X).shape == (10, 0)
 
 
 # -- kernels ------------------------------------------------------------------------

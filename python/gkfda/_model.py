@@ -6,6 +6,7 @@ part is the greedy selection in Rust.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,6 +48,17 @@ def nystrom_projection(kernel_support: np.ndarray) -> np.ndarray:
     return inverse_sqrt[:, None] * eigenvectors.T
 
 
+def _solve_psd(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """Cholesky solve, or the minimum-norm least-squares solution when ``matrix`` is
+    numerically singular (``reg=0`` with dependent or constant features)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", scipy.linalg.LinAlgWarning)
+            return scipy.linalg.solve(matrix, rhs, assume_a="pos")
+    except (np.linalg.LinAlgError, scipy.linalg.LinAlgWarning):
+        return scipy.linalg.lstsq(matrix, rhs)[0]
+
+
 def fit_binary(
     kernel_train_support: np.ndarray,
     kernel_support: np.ndarray,
@@ -73,10 +85,11 @@ def fit_binary(
         centred_pos.T @ centred_pos / positive.sum() + centred_neg.T @ centred_neg / (~positive).sum()
     ) / 2.0
     k = len(support)
-    ridge = reg * np.trace(within) / k if k else 0.0  # k = 0: nothing was selectable
-    if not ridge > 0.0:
-        ridge = max(reg, np.finfo(np.float64).tiny)
-    coef = scipy.linalg.solve(within + ridge * np.eye(k), mean_pos - mean_neg, assume_a="pos")
+    trace = float(np.trace(within))
+    # No within-class spread at all (or k = 0): any ridge gives the mean difference as the
+    # direction, and 1 keeps it in feature units.
+    ridge = reg * trace / k if trace > 0.0 else 1.0
+    coef = _solve_psd(within + ridge * np.eye(k), mean_pos - mean_neg)
     intercept = -float(coef @ (mean_pos + mean_neg)) / 2.0
     projected = features @ coef + intercept
     spread = np.concatenate(

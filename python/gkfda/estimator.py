@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
-from scipy.special import expit
+from scipy.special import expit, log_expit, logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
@@ -178,16 +178,17 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
     def _training_kernel(self, X, dtype, threads):
         m = X.shape[0]
         if self.kernel == "precomputed":
-            K = np.ascontiguousarray(X, dtype=dtype)
+            K = _convert(X, dtype, "X")
             check_precomputed_kernel(K)
             return K
         check_kernel_fits(m, m, dtype)
         if callable(self.kernel):
-            K = _check_callable_output(np.ascontiguousarray(self.kernel(X, X), dtype=dtype), (m, m))
+            K = _check_callable_output(np.asarray(self.kernel(X, X), dtype=np.float64), (m, m))
+            K = _convert(K, dtype, "kernel")
             check_precomputed_kernel(K, argument="kernel")
             return K
-        X = np.ascontiguousarray(X, dtype=dtype)
-        return _core.kernel_matrix(X, **self._kernel_params(), n_threads=threads)
+        X = _convert(X, dtype, "X")
+        return _check_overflow(_core.kernel_matrix(X, **self._kernel_params(), n_threads=threads))
 
     def _kernel_params(self):
         return {"kernel": self.kernel, "gamma": self._gamma, "degree": int(self.degree), "coef0": float(self.coef0)}
@@ -206,9 +207,11 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         if callable(self.kernel):
             cross = np.asarray(self.kernel(X, basis), dtype=np.float64)
             return _check_callable_output(cross, (len(X), len(basis)))
-        X = np.ascontiguousarray(X, dtype=dtype)
-        return _core.kernel_matrix(X, np.ascontiguousarray(basis, dtype=dtype), **self._kernel_params(),
-                                   n_threads=thread_count(self.n_jobs))
+        X = _convert(X, dtype, "X")
+        return _check_overflow(
+            _core.kernel_matrix(X, np.ascontiguousarray(basis, dtype=dtype), **self._kernel_params(),
+                                n_threads=thread_count(self.n_jobs))
+        )
 
     # -- fit --------------------------------------------------------------------------
 
@@ -242,11 +245,12 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         m = X.shape[0]
         if k > m:
             raise ValueError(f"k: must be at most the number of training samples ({m}), got {k}")
-        self._gamma = (
-            self.gamma
-            if self.gamma is not None
-            else 1.0 / (X.shape[1] * X.var()) if X.var() > 0 else 1.0
-        )
+        if self.gamma is not None:
+            self._gamma = float(self.gamma)
+        elif self._kernel_name() in ("rbf", "poly"):
+            self._gamma = _default_gamma(X)
+        else:
+            self._gamma = 1.0  # not used by the linear, precomputed and callable kernels
         K = self._training_kernel(X, dtype, threads)
         binary = len(self.classes_) == 2
         targets = [y_index == 1] if binary else [y_index == c for c in range(len(self.classes_))]
@@ -353,9 +357,12 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         return probabilities / probabilities.sum(axis=1, keepdims=True)
 
     def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`."""
-        with np.errstate(divide="ignore"):
-            return np.log(self.predict_proba(X))
+        """Logarithm of :meth:`predict_proba`, computed without rounding to ``-inf``."""
+        log_odds = self._per_model_decisions(X, calibrated=True)
+        if log_odds.shape[1] == 1:
+            return np.column_stack([log_expit(-log_odds[:, 0]), log_expit(log_odds[:, 0])])
+        log_probabilities = log_expit(log_odds)
+        return log_probabilities - logsumexp(log_probabilities, axis=1, keepdims=True)
 
     def transform(self, X):
         """Nyström features ``φ(X) = K(X, support_vectors_) R'``: shape ``(n, k_)``.
@@ -368,6 +375,46 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         cross = np.asarray(self._cross_kernel(X, union), dtype=np.float64)
         columns = {index: position for position, index in enumerate(union)}
         return np.hstack([model.transform(cross[:, [columns[i] for i in model.support]]) for model in self._models])
+
+
+def _convert(A, dtype, argument):
+    """``A`` as a C-contiguous array of ``dtype``, refusing values that overflow it."""
+    A = np.asarray(A)
+    if A.dtype == dtype:
+        return np.ascontiguousarray(A)
+    # A is finite (checked before); one reduction finds an overflow without an m×m temporary.
+    with np.errstate(over="ignore", invalid="ignore"):
+        converted = np.ascontiguousarray(A, dtype=dtype)
+        total = converted.sum(dtype=np.float64)
+    if not np.isfinite(total):
+        raise ValueError(
+            f"{argument}: has values beyond the range of {np.dtype(dtype).name}; "
+            "scale them or use dtype='float64'"
+        )
+    return converted
+
+
+def _default_gamma(X) -> float:
+    """``1 / (n_features · Var(X))`` like ``SVC(gamma="scale")``; 1 for constant X."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        variance = float(X.var(dtype=np.float64))
+    if not np.isfinite(variance):
+        raise ValueError("X: the variance of the features overflows float64; scale the features")
+    gamma = 1.0 / (X.shape[1] * variance) if variance > 0 else 1.0
+    return gamma if np.isfinite(gamma) else 1.0  # subnormal variance: X is constant too
+
+
+def _check_overflow(K):
+    """A built-in kernel of finite X is finite unless its entries overflowed the dtype."""
+    # One reduction with no m×m temporary: NaN and inf propagate to the sum.
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = K.sum(dtype=np.float64)
+    if not np.isfinite(total):
+        raise ValueError(
+            f"X: the kernel matrix overflows {K.dtype.name}; scale the features"
+            + (" or use dtype='float64'" if K.dtype == np.float32 else "")
+        )
+    return K
 
 
 def _check_callable_output(K, shape):
