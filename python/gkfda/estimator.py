@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import re
 
 import numpy as np
@@ -255,11 +257,13 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         binary = len(self.classes_) == 2
         targets = [y_index == 1] if binary else [y_index == c for c in range(len(self.classes_))]
         self._models = [self._fit_one(K, positive, k, rng, threads) for positive in targets]
+        self._fitted_k = k
         union = np.unique(np.concatenate([model.support for model in self._models]))
         # Keep only the training points the models need, indexed by training index.
         self._union_support = union
+        self._union_labels = y_index[union]
         self._support_points = None if self.kernel == "precomputed" else _IndexedRows(X, union)
-        self._set_public_attributes(X, y_index)
+        self._set_public_attributes()
         return self
 
     def _fit_one(self, K, positive, k, rng, threads) -> BinaryModel:
@@ -284,12 +288,12 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
             passes,
         )
 
-    def _set_public_attributes(self, X, y_index):
+    def _set_public_attributes(self):
         models = self._models
         precomputed = self.kernel == "precomputed"
 
         def points(model):
-            return np.empty((len(model.support), 0)) if precomputed else X[model.support]
+            return np.empty((len(model.support), 0)) if precomputed else self._support_points[model.support]
 
         if len(models) == 1:
             (model,) = models
@@ -306,21 +310,24 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
             self.coef_ = [model.coef for model in models]
             self.intercept_ = np.array([model.intercept for model in models])
             self.projection_ = [model.projection for model in models]
-        self.n_support_ = np.bincount(y_index[self._union_support], minlength=len(self.classes_))
+        self.n_support_ = np.bincount(self._union_labels, minlength=len(self.classes_))
         self.stopped_early_ = any(model.stopped_early for model in models)
 
     # -- prediction -------------------------------------------------------------------
 
-    def _per_model_decisions(self, X, calibrated):
+    def _kernel_to_supports(self, X):
+        """``K(X, X_train[support])`` of every model, from one kernel against their union."""
         check_is_fitted(self)
         X = self._validate_X(X, reset=False)
         union = self._union_support
         cross = np.asarray(self._cross_kernel(X, union), dtype=np.float64)
-        columns = {index: position for position, index in enumerate(union)}
-        values = []
-        for model in self._models:
-            f = model.decision(cross[:, [columns[i] for i in model.support]])
-            values.append(model.proba_slope * f if calibrated else f)
+        return [cross[:, np.searchsorted(union, model.support)] for model in self._models]
+
+    def _per_model_decisions(self, X, calibrated):
+        values = [
+            model.proba_slope * model.decision(kernel) if calibrated else model.decision(kernel)
+            for model, kernel in zip(self._models, self._kernel_to_supports(X))
+        ]
         return np.column_stack(values)
 
     def decision_function(self, X):
@@ -369,12 +376,110 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
 
         For multiclass models the features of the one-vs-rest models are concatenated.
         """
+        kernels = self._kernel_to_supports(X)
+        return np.hstack([model.transform(kernel) for model, kernel in zip(self._models, kernels)])
+
+    # -- the sparsity path ------------------------------------------------------------
+
+    def _check_ks(self, ks):
         check_is_fitted(self)
-        X = self._validate_X(X, reset=False)
-        union = self._union_support
-        cross = np.asarray(self._cross_kernel(X, union), dtype=np.float64)
-        columns = {index: position for position, index in enumerate(union)}
-        return np.hstack([model.transform(cross[:, [columns[i] for i in model.support]]) for model in self._models])
+        # Up to the k the model was fitted with: a selection that stopped early at k_ < k
+        # gives the same model for every k between k_ and k, as separate fits would.
+        largest = self._fitted_k
+        if ks is None:
+            return np.arange(1, largest + 1)
+        ks = np.atleast_1d(np.asarray(ks))
+        if ks.ndim != 1 or not np.issubdtype(ks.dtype, np.integer) or ks.size == 0:
+            raise ValueError(f"ks: must be a non-empty list of integers, got {ks!r}")
+        if ks.min() < 1 or ks.max() > largest:
+            raise ValueError(f"ks: every value must be between 1 and the fitted k = {largest}, got {ks.tolist()}")
+        return ks
+
+    def decision_path(self, X, ks=None):
+        """Decision values of the model truncated to its first ``k`` bases, for each ``k``.
+
+        The greedy selection is nested, so one fit to ``k_`` holds every smaller model:
+        with the Cholesky-ordered Nyström features and the class statistics kept at fit
+        time, each truncated model is a ``k×k`` solve, and it equals a separate fit with
+        that ``k`` (for ``stages=1``; with stages the prefix differs from a separate fit
+        only if a pick inside a stage was skipped as degenerate).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        ks : sequence of int or None
+            Numbers of bases, each in ``1..k`` (the fitted ``k``; beyond an early stop
+            at ``k_`` the model is the full one); ``None`` means every one.
+
+        Returns
+        -------
+        ndarray of shape (len(ks), n_samples), or (len(ks), n_samples, n_classes)
+            What :meth:`decision_function` of each truncated model returns.
+
+        Examples
+        --------
+        >>> from sklearn.datasets import make_moons
+        >>> from gkfda import GreedyKFDA
+        >>> X, y = make_moons(300, noise=0.2, random_state=0)
+        >>> model = GreedyKFDA(k=40, gamma=2.0).fit(X, y)
+        >>> model.decision_path(X, ks=[10, 20, 40]).shape
+        (3, 300)
+        """
+        ks = self._check_ks(ks)
+        features = [model.transform(kernel) for model, kernel in zip(self._models, self._kernel_to_supports(X))]
+        binary = len(self._models) == 1
+        path = []
+        for k in ks:
+            values = []
+            for model, phi in zip(self._models, features):
+                truncated = model.truncated(k)
+                f = phi[:, : len(truncated.support)] @ truncated.coef + truncated.intercept
+                values.append(f if binary else truncated.proba_slope * f)
+            path.append(values[0] if binary else np.column_stack(values))
+        return np.stack(path)
+
+    def error_path(self, X, y, ks=None):
+        """Misclassification rate on ``(X, y)`` of the model truncated at each ``k``.
+
+        Examples
+        --------
+        >>> from sklearn.datasets import make_moons
+        >>> from gkfda import GreedyKFDA
+        >>> X, y = make_moons(300, noise=0.2, random_state=0)
+        >>> errors = GreedyKFDA(k=40, gamma=2.0).fit(X, y).error_path(X, y, ks=[1, 40])
+        >>> bool(errors[1] < errors[0])
+        True
+        """
+        path = self.decision_path(X, ks)
+        if path.ndim == 2:
+            predictions = self.classes_[(path > 0).astype(int)]
+        else:
+            predictions = self.classes_[np.argmax(path, axis=2)]
+        return np.mean(predictions != np.asarray(y)[None, :], axis=1)
+
+    def truncate(self, k):
+        """A fitted copy of this model that uses only its first ``k`` bases.
+
+        Examples
+        --------
+        >>> from sklearn.datasets import make_moons
+        >>> from gkfda import GreedyKFDA
+        >>> X, y = make_moons(300, noise=0.2, random_state=0)
+        >>> small = GreedyKFDA(k=40, gamma=2.0).fit(X, y).truncate(15)
+        >>> small.k_, small.get_params()["k"]
+        (15, 15)
+        """
+        k = int(self._check_ks([check_int(k, "k")])[0])
+        truncated = copy.deepcopy(self)
+        truncated.k = truncated._fitted_k = k
+        truncated._models = [model.truncated(k) for model in self._models]
+        union = np.unique(np.concatenate([model.support for model in truncated._models]))
+        truncated._union_labels = self._union_labels[np.searchsorted(self._union_support, union)]
+        truncated._union_support = union
+        if self._support_points is not None:
+            truncated._support_points = self._support_points.subset(union)
+        truncated._set_public_attributes()
+        return truncated
 
 
 def _convert(A, dtype, argument):
@@ -435,6 +540,12 @@ class _IndexedRows:
     def __getitem__(self, training_indices):
         positions = np.searchsorted(self.indices, training_indices)
         return self.rows[positions]
+
+    def subset(self, training_indices):
+        smaller = _IndexedRows.__new__(_IndexedRows)
+        smaller.indices = np.asarray(training_indices, dtype=np.int64)
+        smaller.rows = self[smaller.indices]
+        return smaller
 
 
 def fit(X, y, **params) -> GreedyKFDA:
