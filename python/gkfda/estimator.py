@@ -324,9 +324,10 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         return [cross[:, np.searchsorted(union, model.support)] for model in self._models]
 
     def _per_model_decisions(self, X, calibrated):
+        kernels = self._kernel_to_supports(X)  # checks that the model is fitted
         values = [
             model.proba_slope * model.decision(kernel) if calibrated else model.decision(kernel)
-            for model, kernel in zip(self._models, self._kernel_to_supports(X))
+            for model, kernel in zip(self._models, kernels)
         ]
         return np.column_stack(values)
 
@@ -426,7 +427,8 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         (3, 300)
         """
         ks = self._check_ks(ks)
-        features = [model.transform(kernel) for model, kernel in zip(self._models, self._kernel_to_supports(X))]
+        kernels = self._kernel_to_supports(X)
+        features = [model.transform(kernel) for model, kernel in zip(self._models, kernels)]
         binary = len(self._models) == 1
         path = []
         for k in ks:
