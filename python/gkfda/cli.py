@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -62,6 +63,76 @@ def _demo(args) -> int:
     return 0
 
 
+def _experiment(args) -> int:
+    import dataclasses
+
+    from . import experiment
+    from .datasets import list_benchmarks
+
+    if args.quick:
+        quick = experiment.QUICK
+        config = experiment.ExperimentConfig(
+            datasets=args.datasets or quick["datasets"],
+            variants=quick["variants"],
+            protocol=quick["protocol"],
+        )
+    else:
+        config = experiment.ExperimentConfig(
+            datasets=args.datasets or list_benchmarks(),
+            variants=experiment.variants(args.criteria, args.deflations, args.stages or [1]),
+        )
+    overrides = {
+        name: value
+        for name, value in (
+            ("realisations", args.realisations),
+            ("cv_realisations", args.cv_realisations),
+            ("folds", args.folds),
+        )
+        if value is not None
+    }
+    config.protocol = dataclasses.replace(config.protocol, **overrides)
+    if args.quick and (args.criteria or args.deflations or args.stages):
+        config.variants = experiment.variants(args.criteria, args.deflations, args.stages or [1])
+    config.baselines = [] if args.no_baselines else args.baselines
+    config.jobs = args.jobs
+    client = None
+    if args.backend == "dask":
+        from dask.distributed import Client, LocalCluster
+
+        client = Client(args.scheduler) if args.scheduler else Client(LocalCluster(n_workers=args.jobs, threads_per_worker=1))
+        print(f"dask: {client.dashboard_link or client.scheduler.address}")
+    elif args.backend == "ray":
+        from ray.util.joblib import register_ray
+
+        register_ray()
+    config.backend = args.backend
+    print(
+        f"gkfda experiment: {len(config.datasets)} data sets × {len(config.variants)} variants"
+        f"{' + ' + ', '.join(config.baselines) if config.baselines else ''}; "
+        f"realisations: {config.protocol.realisations or 'all'}; CV on {config.protocol.cv_realisations} "
+        f"training realisations × {config.protocol.folds} folds; {config.jobs} jobs → {args.out}"
+    )
+    try:
+        summary = experiment.run_experiment(config, args.out, progress=not args.no_progress)
+    finally:
+        if client is not None:
+            client.close()
+    print()
+    print(experiment.summary_table(args.out))
+    print()
+    print(
+        f"{summary['tasks_run']} tasks run, {summary['tasks_skipped']} already done; "
+        f"wall time {summary['wall_time_s']:.1f} s; results in {summary['out']}"
+    )
+    return 0
+
+
+def _report(args) -> int:
+    from . import report
+
+    return report.run(args)
+
+
 def main(argv=None) -> int:
     from . import CRITERIA, DEFLATIONS
 
@@ -78,8 +149,38 @@ def main(argv=None) -> int:
         help="deflations also timed with the NumPy reference (its selection must match)",
     )
     demo.add_argument("--seed", type=int, default=0)
+    from .datasets import list_benchmarks
+
+    run = commands.add_parser(
+        "experiment",
+        help="the study of paper 000 §3.4 on the IDA benchmarks (resumable)",
+        description="Width and sparsity by cross-validation, then every realisation; results are appended to "
+        "OUT/results.csv task by task, so rerunning the same command resumes an interrupted run.",
+    )
+    run.add_argument("--datasets", nargs="+", choices=list_benchmarks(), help="default: all 13")
+    run.add_argument("--criteria", nargs="+", choices=CRITERIA, help="default: all")
+    run.add_argument("--deflations", nargs="+", choices=DEFLATIONS, help="default: all")
+    run.add_argument("--stages", nargs="+", type=int, help="default: 1 (the paper's sweep is 1 2 5 10)")
+    run.add_argument("--realisations", type=int, help="first N realisations of each data set (default: all)")
+    run.add_argument("--cv-realisations", type=int, help="training realisations used by cross-validation (5)")
+    run.add_argument("--folds", type=int, help="cross-validation folds (5)")
+    run.add_argument("--baselines", nargs="*", choices=["kfda", "svm"], default=["kfda", "svm"])
+    run.add_argument("--no-baselines", action="store_true")
+    run.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel tasks (joblib)")
+    run.add_argument("--backend", choices=["loky", "threading", "dask", "ray"], default=None,
+                     help="joblib backend; dask uses --scheduler or a local cluster")
+    run.add_argument("--scheduler", help="address of a Dask scheduler, e.g. tcp://host:8786")
+    run.add_argument("--out", default="gkfda-results", help="results directory (default: gkfda-results)")
+    run.add_argument("--quick", action="store_true",
+                     help="6 smaller data sets, 7 variants and both baselines, 10 realisations, the full CV protocol (~2 min on 2 cores)")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    report = commands.add_parser("report", help="tables and figures from an experiment's results directory")
+    from . import report as report_module
+
+    report_module.add_arguments(report)
     args = parser.parse_args(argv)
-    return {"demo": _demo}[args.command](args)
+    return {"demo": _demo, "experiment": _experiment, "report": _report}[args.command](args)
 
 
 if __name__ == "__main__":  # pragma: no cover

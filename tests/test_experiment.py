@@ -1,0 +1,139 @@
+"""The experiment runner: protocol pieces, resume after an interrupt, joblib/Dask backends, CLI."""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from gkfda import experiment
+from gkfda.datasets import load_benchmark
+from gkfda.experiment import ExperimentConfig, Protocol, Variant
+
+TINY = Protocol(cv_realisations=1, folds=2, realisations=2, k_max=40)
+VARIANTS = [Variant("optimal", "schur", 1), Variant("pseudo", "ortho-schur", 2)]
+
+
+def rows(path):
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def tiny_config(**changes):
+    config = ExperimentConfig(datasets=["heart"], variants=list(VARIANTS), baselines=["svm"], protocol=TINY, jobs=1)
+    for name, value in changes.items():
+        setattr(config, name, value)
+    return config
+
+
+def test_k_grid_follows_the_paper_and_small_samples():
+    assert Protocol().k_grid(400).tolist() == list(range(10, 201, 10))
+    assert Protocol().k_grid(112).tolist() == list(range(10, 111, 10))
+    assert Protocol().k_grid(7).tolist() == [7]
+
+
+def test_variants_cover_the_grid():
+    assert len(experiment.variants()) == 5 * 7 * 4
+    assert {v.key for v in experiment.variants(["pseudo"], ["ortho-schur"])} == {
+        f"pseudo/ortho-schur/{s}" for s in (1, 2, 5, 10)
+    }
+
+
+def test_select_gamma_returns_a_grid_width():
+    result = experiment.select_gamma(load_benchmark("thyroid"), Protocol(cv_realisations=2, folds=2, k_max=30))
+    assert result["width"] in experiment.WIDTHS and result["gamma"] == pytest.approx(1 / result["width"])
+    assert len(result["split_widths"]) == 2
+
+
+def test_run_writes_results_paths_and_widths(tmp_path):
+    summary = experiment.run_experiment(tiny_config(), tmp_path, progress=False)
+    results = rows(tmp_path / "results.csv")
+    assert summary["tasks_run"] == 1 + 3  # the width, two variants, the SVM
+    assert len(results) == 3 * 2
+    assert {r["method"] for r in results} == {"optimal/schur/1", "pseudo/ortho-schur/2", "svm"}
+    assert all(0.0 <= float(r["test_error"]) <= 1.0 and float(r["fit_time"]) > 0 for r in results)
+    assert {r["realisation"] for r in results} == {"1", "2"}
+    assert {r["canonical"] for r in results} == {"1"}  # heart's first realisations are canonical
+    greedy = [r for r in results if r["method"] == "optimal/schur/1"]
+    assert {int(r["k"]) for r in greedy} <= {10, 20, 30, 40}
+    paths = rows(tmp_path / "paths.csv")
+    assert {(p["method"], p["curve"]) for p in paths} >= {("optimal/schur/1", "cv"), ("optimal/schur/1", "test")}
+    (gamma,) = rows(tmp_path / "gamma.csv")
+    assert float(gamma["gamma"]) == pytest.approx(float(greedy[0]["gamma"]))
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["datasets"] == ["heart"] and config["wall_time_s"] > 0
+
+
+def test_rerun_after_an_interrupt_resumes_without_losing_or_repeating_work(tmp_path, monkeypatch):
+    calls = []
+    original = experiment.run_task
+
+    def interrupted_after_two(task):
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        calls.append((task.dataset, task.method))
+        return original(task)
+
+    monkeypatch.setattr(experiment, "run_task", interrupted_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        experiment.run_experiment(tiny_config(), tmp_path, progress=False)
+    before = rows(tmp_path / "results.csv")
+    finished = {r["method"] for r in before}
+    assert len(finished) == 1  # the width task, then one (data set, method) task
+    monkeypatch.setattr(experiment, "run_task", original)
+
+    # A task cut off mid-write leaves a partial group: it must run again, exactly once.
+    with open(tmp_path / "results.csv", "a", newline="") as handle:
+        partial = dict(before[0], method="optimal/schur/1" if "svm" in finished else "svm", realisation="1")
+        csv.DictWriter(handle, fieldnames=experiment.RESULT_COLUMNS).writerow(partial)
+
+    summary = experiment.run_experiment(tiny_config(), tmp_path, progress=False)
+    after = rows(tmp_path / "results.csv")
+    assert summary["tasks_skipped"] == 1 and summary["tasks_run"] == 2
+    assert len(after) == 3 * 2
+    assert len({(r["method"], r["realisation"]) for r in after}) == len(after)
+    assert [r for r in after if r["method"] in finished] == before  # untouched
+    assert len(rows(tmp_path / "gamma.csv")) == 1  # the width was not selected twice
+
+    # Adding a method later runs only that method.
+    more = tiny_config(variants=VARIANTS + [Variant("random", "none", 1)])
+    assert experiment.run_experiment(more, tmp_path, progress=False)["tasks_run"] == 1
+    assert len(rows(tmp_path / "results.csv")) == 4 * 2
+
+
+def test_parallel_and_dask_backends_give_the_same_results(tmp_path):
+    distributed = pytest.importorskip("dask.distributed")
+    experiment.run_experiment(tiny_config(jobs=2), tmp_path / "loky", progress=False)
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    with cluster, distributed.Client(cluster):
+        experiment.run_experiment(tiny_config(jobs=2, backend="dask"), tmp_path / "dask", progress=False)
+
+    def errors(directory):
+        return sorted((r["method"], r["realisation"], r["test_error"], r["k"]) for r in rows(directory / "results.csv"))
+
+    assert errors(tmp_path / "dask") == errors(tmp_path / "loky")
+    assert json.loads((tmp_path / "dask" / "config.json").read_text())["backend"] == "dask"
+
+
+def test_kfda_baseline_tunes_width_and_ridge(tmp_path):
+    output = experiment.run_task(experiment.Task("thyroid", "kfda", protocol=TINY))
+    (first, second) = output["results"]
+    params = json.loads(first["params"])
+    assert params["width"] in experiment.WIDTHS and params["reg"] in experiment.KFDA_REGS
+    assert first["k"] == first["m_train"] == 140
+    assert float(first["test_error"]) < 0.2 and float(second["test_error"]) < 0.2
+
+
+def test_command_line_runs_and_summarises(tmp_path, capsys):
+    from gkfda.cli import main
+
+    argv = ["experiment", "--datasets", "thyroid", "--criteria", "optimal", "--deflations", "schur",
+            "--realisations", "2", "--cv-realisations", "1", "--folds", "2", "--baselines", "svm",
+            "--jobs", "1", "--no-progress", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    output = capsys.readouterr().out
+    assert "| optimal/schur/1 |" in output and "wall time" in output
+    assert main(argv) == 0  # everything done: nothing to run
+    assert "0 tasks run, 2 already done" in capsys.readouterr().out
+    errors = np.array([float(r["test_error"]) for r in rows(tmp_path / "results.csv")])
+    assert errors.shape == (4,)
