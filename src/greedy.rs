@@ -361,7 +361,10 @@ impl<'a, F: Real> Engine<'a, F> {
         );
         // Any NaN or infinity in K reaches these sums: refuse it rather than select noise.
         if !p.iter().chain(&n).chain(&d).all(|v| v.is_finite()) {
-            return Err(Error::invalid("K", "contains NaN or infinite values"));
+            return Err(Error::invalid(
+                "K",
+                "contains NaN or infinite values, or values whose squares overflow",
+            ));
         }
         let threshold = d.iter().map(|&d0| F::from_f64(tol) * d0).collect();
         Ok(Engine {

@@ -120,23 +120,101 @@ pub fn cross<F: Real>(
     }
     let mut out = allocate::<F>(x.nrows(), z.nrows())?;
     let (norms_x, norms_z) = (squared_norms(x), squared_norms(z));
-    let pool = thread_pool(n_threads)?;
-    pool.install(|| {
-        out.axis_chunks_iter_mut(Axis(0), BLOCK)
-            .into_par_iter()
-            .enumerate()
-            .for_each(|(b, mut block)| {
-                let rows = b * BLOCK..b * BLOCK + block.nrows();
-                general_mat_mul(
-                    F::one(),
-                    &x.slice(s![rows.clone(), ..]),
-                    &z.t(),
-                    F::zero(),
-                    &mut block,
-                );
-                kernel.map_block(block, &norms_x[rows], &norms_z);
-            });
-    });
+    let work = |b: usize, mut block: ArrayViewMut2<F>| {
+        let rows = b * BLOCK..b * BLOCK + block.nrows();
+        general_mat_mul(
+            F::one(),
+            &x.slice(s![rows.clone(), ..]),
+            &z.t(),
+            F::zero(),
+            &mut block,
+        );
+        kernel.map_block(block, &norms_x[rows], &norms_z);
+    };
+    if n_threads <= 1 || x.nrows() <= BLOCK {
+        // Small jobs: starting a thread pool would cost more than the work.
+        for (b, block) in out.axis_chunks_iter_mut(Axis(0), BLOCK).enumerate() {
+            work(b, block);
+        }
+    } else {
+        thread_pool(n_threads)?.install(|| {
+            out.axis_chunks_iter_mut(Axis(0), BLOCK)
+                .into_par_iter()
+                .enumerate()
+                .for_each(|(b, block)| work(b, block));
+        });
+    }
+    Ok(out)
+}
+
+/// Kernel expansions `out[i, c] = Σ_j weights[j, c] κ(x_i, basis_j) + bias[c]` (`n×C`):
+/// the decision values of fitted models, without materialising the `n×k` kernel.
+///
+/// Rows are processed in blocks (one small GEMM and the kernel map per block); with
+/// `n_threads == 1` or a single block no thread pool is started, which keeps the latency
+/// of one-row predictions low.
+pub fn expansion<F: Real>(
+    x: ArrayView2<F>,
+    basis: ArrayView2<F>,
+    weights: ArrayView2<f64>,
+    bias: &[f64],
+    kernel: &Kernel,
+    n_threads: usize,
+) -> Result<Array2<f64>> {
+    kernel.validate()?;
+    if x.ncols() != basis.ncols() {
+        return Err(Error::invalid(
+            "X",
+            format!(
+                "has {} features but the model was fitted with {}",
+                x.ncols(),
+                basis.ncols()
+            ),
+        ));
+    }
+    let (k, classes) = weights.dim();
+    if k != basis.nrows() || bias.len() != classes {
+        return Err(Error::invalid(
+            "weights",
+            format!(
+                "shape ({k}, {classes}) does not match {} bases and {} biases",
+                basis.nrows(),
+                bias.len()
+            ),
+        ));
+    }
+    let n = x.nrows();
+    let buffer = try_zeroed::<f64>(n.saturating_mul(classes), "the decision values")?;
+    let mut out = Array2::from_shape_vec((n, classes), buffer).expect("length matches shape");
+    let norms_basis = squared_norms(basis);
+    let work = |b: usize, mut out_block: ArrayViewMut2<f64>| {
+        let rows = b * BLOCK..b * BLOCK + out_block.nrows();
+        let x_block = x.slice(s![rows, ..]);
+        let mut values = Array2::<F>::zeros((x_block.nrows(), k));
+        general_mat_mul(F::one(), &x_block, &basis.t(), F::zero(), &mut values);
+        kernel.map_block(values.view_mut(), &squared_norms(x_block), &norms_basis);
+        for (mut out_row, value_row) in out_block.rows_mut().into_iter().zip(values.rows()) {
+            for (c, out_value) in out_row.iter_mut().enumerate() {
+                let mut sum = bias[c];
+                for (value, w) in value_row.iter().zip(weights.column(c)) {
+                    sum += value.as_f64() * w;
+                }
+                *out_value = sum;
+            }
+        }
+    };
+    if n_threads <= 1 || n <= BLOCK {
+        for (b, block) in out.axis_chunks_iter_mut(Axis(0), BLOCK).enumerate() {
+            work(b, block);
+        }
+    } else {
+        thread_pool(n_threads)?.install(|| {
+            out.axis_chunks_iter_mut(Axis(0), BLOCK)
+                .into_par_iter()
+                .enumerate()
+                .for_each(|(b, block)| work(b, block));
+        });
+    }
     Ok(out)
 }
 
@@ -252,6 +330,36 @@ mod tests {
                 assert_eq!(c, cross(x.view(), z.view(), kernel, 1).unwrap());
             }
         }
+    }
+
+    #[test]
+    fn expansion_equals_kernel_times_weights() {
+        let (x, basis) = (points(150, 4, 5), points(13, 4, 6));
+        let weights = points(13, 3, 7);
+        let bias = [0.5, -1.0, 2.0];
+        let kernel = Kernel::Rbf { gamma: 0.8 };
+        let expected = naive(&x, &basis, &kernel).dot(&weights) + ndarray::arr1(&bias);
+        for threads in [1, 2] {
+            let actual = expansion(
+                x.view(),
+                basis.view(),
+                weights.view(),
+                &bias,
+                &kernel,
+                threads,
+            )
+            .unwrap();
+            assert!((&actual - &expected).iter().all(|e| e.abs() < 1e-12));
+        }
+        let wrong = expansion(
+            x.view(),
+            basis.view(),
+            weights.slice(s![..5, ..]),
+            &bias,
+            &kernel,
+            1,
+        );
+        assert!(wrong.is_err());
     }
 
     #[test]

@@ -87,6 +87,60 @@ fn kernel_matrix<'py>(
     ))
 }
 
+fn expansion_typed<'py, F: Real + numpy::Element>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, F>,
+    basis: PyReadonlyArray2<'py, F>,
+    weights: PyReadonlyArray2<'py, f64>,
+    bias: PyReadonlyArray1<'py, f64>,
+    kernel: Kernel,
+    n_threads: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    let (x, basis, weights) = (x.as_array(), basis.as_array(), weights.as_array());
+    let bias = bias.as_array().to_vec();
+    // One-row calls are too short to be worth releasing the GIL.
+    let result = if x.nrows() <= 64 {
+        kernel::expansion(x, basis, weights, &bias, &kernel, 1)?
+    } else {
+        py.detach(|| kernel::expansion(x, basis, weights, &bias, &kernel, n_threads))?
+    };
+    Ok(result.into_pyarray(py).into_any())
+}
+
+/// Decision values `Σ_j weights[j, c] κ(x, basis_j) + bias[c]` of fitted models (float64).
+#[pyfunction]
+#[pyo3(signature = (x, basis, weights, bias, *, kernel="rbf", gamma=1.0, degree=3, coef0=1.0, n_threads=1))]
+#[allow(clippy::too_many_arguments)]
+fn kernel_expansion<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    basis: &Bound<'py, PyAny>,
+    weights: PyReadonlyArray2<'py, f64>,
+    bias: PyReadonlyArray1<'py, f64>,
+    kernel: &str,
+    gamma: f64,
+    degree: u32,
+    coef0: f64,
+    n_threads: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    let kernel = parse_kernel(kernel, gamma, degree, coef0)?;
+    if let (Ok(x64), Ok(basis64)) = (
+        x.extract::<PyReadonlyArray2<f64>>(),
+        basis.extract::<PyReadonlyArray2<f64>>(),
+    ) {
+        return expansion_typed(py, x64, basis64, weights, bias, kernel, n_threads);
+    }
+    if let (Ok(x32), Ok(basis32)) = (
+        x.extract::<PyReadonlyArray2<f32>>(),
+        basis.extract::<PyReadonlyArray2<f32>>(),
+    ) {
+        return expansion_typed(py, x32, basis32, weights, bias, kernel, n_threads);
+    }
+    Err(PyTypeError::new_err(
+        "x: x and basis must be 2-D arrays of one dtype, float32 or float64",
+    ))
+}
+
 fn select_typed<'py, F: Real + numpy::Element>(
     py: Python<'py>,
     kernel: PyReadonlyArray2<'py, F>,
@@ -182,6 +236,7 @@ fn default_tol(dtype: &str) -> PyResult<f64> {
 fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(kernel_matrix, module)?)?;
     module.add_function(wrap_pyfunction!(greedy_select, module)?)?;
+    module.add_function(wrap_pyfunction!(kernel_expansion, module)?)?;
     module.add_function(wrap_pyfunction!(default_tol, module)?)?;
     Ok(())
 }

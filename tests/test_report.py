@@ -13,7 +13,7 @@ from gkfda import published, report
 COLUMNS = ("dataset", "method", "criterion", "deflation", "stages", "realisation", "canonical", "gamma", "k",
            "k_used", "m_train", "m_test", "n_features", "test_error", "fit_time", "cv_error", "params")
 SHAPES = {"banana": (2, 400, 4900), "heart": (13, 170, 100), "thyroid": (5, 140, 75)}
-GREEDY = ["optimal/schur/1", "pseudo/schur/1", "pseudo/ortho-schur/1", "pseudo/ortho-schur/2",
+GREEDY = ["optimal/schur/1", "optimal/schur/2", "pseudo/schur/1", "pseudo/ortho-schur/1", "pseudo/ortho-schur/2",
           "pseudo/ortho-schur/5", "optimal/ortho-schur/1", "random/none/1", "pseudo/none/1"]
 METHODS = ["kfda", "svm"] + GREEDY
 R = 3
@@ -185,12 +185,17 @@ def test_stage_sweep_and_table1(results_dir):
     rows = _rows_of(results_dir)
     sweep = [r for r in _read_csv(out / "stages.csv")]
     assert [(r["criterion"], r["deflation"], r["stages"]) for r in sweep] == [
+        ("optimal", "schur", "1"), ("optimal", "schur", "2"),
         ("pseudo", "ortho-schur", "1"), ("pseudo", "ortho-schur", "2"), ("pseudo", "ortho-schur", "5")]
     expected = np.mean(list(_per_dataset(rows, "pseudo/ortho-schur/5", "test_error", np.mean).values()))
-    assert float(sweep[2]["aer"]) == pytest.approx(expected, abs=1e-9)
-    assert float(sweep[0]["paper_aer"]) == 0.122 and sweep[2]["paper_aer"] == ""
+    assert float(sweep[4]["aer"]) == pytest.approx(expected, abs=1e-9)
+    median = np.median(list(_per_dataset(rows, "optimal/schur/2", "test_error", np.mean).values()))
+    assert float(sweep[1]["error_median"]) == pytest.approx(median, abs=1e-9)
+    # The paper quotes stages 1 and 2 of pseudo / ortho-schur only.
+    assert float(sweep[2]["paper_aer"]) == 0.122 and float(sweep[3]["paper_art"]) == 0.17
+    assert sweep[4]["paper_aer"] == "" and sweep[0]["paper_aer"] == ""
     box = _read_csv(out / "stages_datasets.csv")
-    assert len(box) == 3 * len(SHAPES)
+    assert len(box) == 5 * len(SHAPES)
 
     table = {r["dataset"]: r for r in _read_csv(out / "table1.csv")}
     assert list(table) == ["banana", "heart", "thyroid", "Mean"]
@@ -274,8 +279,9 @@ def test_figures_when_matplotlib_is_present(results_dir):
     pytest.importorskip("matplotlib")
     files = report.write_report(results_dir)
     pngs = {f.name for f in files if f.suffix == ".png"}
-    assert pngs == {"fig5_stages_error.png", "fig6_stages_time.png", "fig7_deflations.png",
-                    "fig8_criteria.png", "fig9_stages.png", "paths.png"}
+    assert pngs == {"fig5_stages_error.png", "fig6_stages_time.png", "fig5_stages_error_all.png",
+                    "fig6_stages_time_all.png", "fig7_deflations.png", "fig8_criteria.png", "fig9_stages.png",
+                    "paths.png"}
     for name in pngs:
         path = results_dir / "report" / "figures" / name
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5000

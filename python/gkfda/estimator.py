@@ -268,16 +268,21 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
 
     def _fit_one(self, K, positive, k, rng, threads) -> BinaryModel:
         order = rng.permutation(K.shape[0]).astype(np.int64) if self.criterion == "random" else None
-        support, stopped_early, passes = _core.greedy_select(
-            K,
-            np.ascontiguousarray(positive, dtype=bool),
-            k,
-            criterion=self.criterion,
-            deflation=self.deflation,
-            stages=int(self.stages),
-            random_order=order,
-            n_threads=threads,
-        )
+        try:
+            support, stopped_early, passes = _core.greedy_select(
+                K,
+                np.ascontiguousarray(positive, dtype=bool),
+                k,
+                criterion=self.criterion,
+                deflation=self.deflation,
+                stages=int(self.stages),
+                random_order=order,
+                n_threads=threads,
+            )
+        except ValueError as error:
+            if str(error).startswith("K:"):  # the kernel is built from X (or is X)
+                raise ValueError(f"X: its kernel {str(error)[3:]}; scale the features") from error
+            raise
         return fit_binary(
             K[:, support],
             K[np.ix_(support, support)],
@@ -311,6 +316,15 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
             self.intercept_ = np.array([model.intercept for model in models])
             self.projection_ = [model.projection for model in models]
         self.n_support_ = np.bincount(self._union_labels, minlength=len(self.classes_))
+        # Each discriminant as a kernel expansion over the union of bases: α = R'w.
+        union = self._union_support
+        self._expansion_weights = np.zeros((len(union), len(models)))
+        for column, model in enumerate(models):
+            self._expansion_weights[np.searchsorted(union, model.support), column] = model.projection.T @ model.coef
+        self._expansion_bias = np.array([model.intercept for model in models], dtype=np.float64)
+        self._proba_slopes = np.array([model.proba_slope for model in models], dtype=np.float64)
+        if not precomputed:
+            self._union_points = np.ascontiguousarray(self._support_points[union], dtype=check_dtype(self.dtype))
         self.stopped_early_ = any(model.stopped_early for model in models)
 
     # -- prediction -------------------------------------------------------------------
@@ -324,12 +338,39 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         return [cross[:, np.searchsorted(union, model.support)] for model in self._models]
 
     def _per_model_decisions(self, X, calibrated):
-        kernels = self._kernel_to_supports(X)  # checks that the model is fitted
-        values = [
-            model.proba_slope * model.decision(kernel) if calibrated else model.decision(kernel)
-            for model, kernel in zip(self._models, kernels)
-        ]
-        return np.column_stack(values)
+        """Raw discriminants ``f`` (or log-odds ``slope·f``), one column per model."""
+        if "_models" not in self.__dict__:
+            check_is_fitted(self)  # raises NotFittedError
+        if self._kernel_name() in ("rbf", "linear", "poly"):
+            # f(z) = Σ_j α_j κ(z, x_j) + b with α = R'w: one call, k kernel evaluations a row.
+            values = _core.kernel_expansion(
+                self._prediction_input(X), self._union_points, self._expansion_weights,
+                self._expansion_bias, **self._kernel_params(), n_threads=thread_count(self.n_jobs),
+            )
+        else:
+            kernels = self._kernel_to_supports(X)
+            values = np.column_stack([model.decision(kernel) for model, kernel in zip(self._models, kernels)])
+        return values * self._proba_slopes if calibrated else values
+
+    def _prediction_input(self, X):
+        """``X`` ready for the Rust kernels; a NumPy array of the right shape takes a fast
+        path (shape, dtype and finiteness checked directly), anything else scikit-learn's
+        full validation."""
+        dtype = check_dtype(self.dtype)
+        if (
+            type(X) is np.ndarray
+            and X.ndim == 2
+            and X.dtype.kind == "f"
+            and X.shape[1] == self.n_features_in_
+            and 0 < X.shape[0]
+            and "feature_names_in_" not in self.__dict__
+        ):
+            if not np.isfinite(X).all():
+                self._validate_X(X, reset=False)  # raises scikit-learn's message
+            if X.dtype != dtype or not X.flags.c_contiguous:
+                X = _convert(X, dtype, "X")
+            return X
+        return _convert(self._validate_X(X, reset=False), dtype, "X")
 
     def decision_function(self, X):
         """Signed distance to the Fisher threshold.
@@ -338,8 +379,9 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         Multiclass: the one-vs-rest log-odds ``log P(c|x)/(1 − P(c|x))``, shape
         ``(n_samples, n_classes)``, whose argmax is ``predict``.
         """
-        check_is_fitted(self)
-        if len(self.classes_) == 2:
+        if "_models" not in self.__dict__:
+            check_is_fitted(self)
+        if len(self._models) == 1:
             return self._per_model_decisions(X, calibrated=False)[:, 0]
         return self._per_model_decisions(X, calibrated=True)
 

@@ -943,27 +943,41 @@ def _figures(results: ResultSet, summary: _Summary, fig_dir: Path, written: List
         made.append((title, path, caption))
 
     sweeps = summary.sweeps()
-    # Figures 5 and 6: across data sets, per stages value, one panel per sweep.
-    for number, name, attribute, ylabel, what in (
-            (5, "fig5_stages_error.png", "err_mean", "mean test error per data set", "error"),
-            (6, "fig6_stages_time.png", "time_mean", "log10 mean fit time (s) per data set", "log running time")):
-        if not sweeps:
-            break
-        fig, axes = panels(len(sweeps), ncols=3, title=f"Stages ({what}) across data sets")
-        for ax, ((criterion, deflation), stage_values) in zip(axes, sweeps.items()):
-            data = []
-            for s in stage_values:
-                method = summary.by_variant[criterion, deflation, s]
-                values = _finite([getattr(summary.stats[method, d], attribute) for d in summary.method_datasets(method)])
-                data.append(np.log10(values[values > 0]) if attribute == "time_mean" else values)
-            boxes(ax, data, [str(s) for s in stage_values])
-            ax.set_title(f"{criterion} / {deflation}", fontsize=10)
-            ax.set_xlabel("stages")
-            ax.set_ylabel(ylabel, fontsize=8)
-        save(fig, name, f"Figure {number}: stages ({what})",
-             f"Box plots over data sets of the per-data-set {'mean test error' if number == 5 else 'log10 mean fit time'} "
-             "for each stages value (red line: median), one panel per stage sweep (paper 000, Figure "
-             f"{number}, has pseudo / ortho-schur).")
+    # Figures 5 and 6: across data sets, per stages value. The paper's sweep (pseudo / ortho-schur, or the
+    # longest sweep present) alone, and every sweep, one panel each, when there are several.
+    main_sweep = None
+    if sweeps:
+        main_sweep = ("pseudo", "ortho-schur") if ("pseudo", "ortho-schur") in sweeps else max(
+            sweeps, key=lambda key: len(sweeps[key]))
+    for number, attribute, ylabel, what in (
+            (5, "err_mean", "mean test error per data set", "error"),
+            (6, "time_mean", "log10 mean fit time (s) per data set", "log running time")):
+        stem = f"fig{number}_stages_{'error' if number == 5 else 'time'}"
+        for chosen, name in (([main_sweep], f"{stem}.png"), (list(sweeps), f"{stem}_all.png")):
+            if not sweeps or (name.endswith("_all.png") and len(sweeps) < 2):
+                continue
+            title = (f"Stages ({what}), {main_sweep[0]} / {main_sweep[1]}" if len(chosen) == 1
+                     else f"Stages ({what}) across data sets, every stage sweep")
+            fig, axes = panels(len(chosen), ncols=5, title=title)
+            for ax, (criterion, deflation) in zip(axes, chosen):
+                data = []
+                for stage in sweeps[criterion, deflation]:
+                    method = summary.by_variant[criterion, deflation, stage]
+                    values = _finite([getattr(summary.stats[method, d], attribute)
+                                      for d in summary.method_datasets(method)])
+                    data.append(np.log10(values[values > 0]) if attribute == "time_mean" else values)
+                boxes(ax, data, [str(stage) for stage in sweeps[criterion, deflation]])
+                ax.set_title(f"{criterion} / {deflation}" if len(chosen) > 1 else "across data sets", fontsize=10)
+                ax.set_xlabel("stages")
+                ax.set_ylabel(ylabel, fontsize=8)
+            quantity = "mean test error" if number == 5 else "log10 mean fit time"
+            if len(chosen) == 1:
+                save(fig, name, f"Figure {number}: stages ({what}), {main_sweep[0]} / {main_sweep[1]}",
+                     f"Box plot over data sets of the per-data-set {quantity} for each stages value (red line: "
+                     f"median); paper 000, Figure {number}, shows pseudo / ortho-schur.")
+            else:
+                save(fig, name, f"Figure {number} for every stage sweep ({what})",
+                     f"As Figure {number}, one panel per (criterion, deflation) run with several stages values.")
 
     stage1 = {(c, d): m for (c, d, s), m in summary.by_variant.items() if s == 1}
 
@@ -1001,8 +1015,7 @@ def _figures(results: ResultSet, summary: _Summary, fig_dir: Path, written: List
             notes.append(f"Figure 8 uses deflation {deflation}: no ortho-schur results at stages 1.")
     # Figure 9: stages at a fixed criterion and deflation.
     if sweeps:
-        sweep = ("pseudo", "ortho-schur") if ("pseudo", "ortho-schur") in sweeps else max(
-            sweeps, key=lambda key: len(sweeps[key]))
+        sweep = main_sweep
         per_dataset_figure(9, "fig9_stages.png", f"Stages ({sweep[0]} / {sweep[1]})",
                            f"Test errors over the realisations for each stages value, {sweep[0]} / {sweep[1]} "
                            "(paper 000, Figure 9, uses pseudo / ortho-schur).",
