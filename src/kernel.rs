@@ -100,6 +100,29 @@ fn allocate<F: Real>(rows: usize, cols: usize) -> Result<Array2<F>> {
     Ok(Array2::from_shape_vec((rows, cols), buffer).expect("length matches shape"))
 }
 
+/// Runs `work(block_index, rows)` over blocks of `BLOCK` rows of `out`, in parallel when
+/// there is more than one block and more than one thread. Small jobs run on the calling
+/// thread: starting a thread pool would cost more than the work.
+fn for_each_row_block<T: Send + Sync>(
+    out: &mut Array2<T>,
+    n_threads: usize,
+    work: impl Fn(usize, ArrayViewMut2<T>) + Sync,
+) -> Result<()> {
+    if n_threads <= 1 || out.nrows() <= BLOCK {
+        for (b, block) in out.axis_chunks_iter_mut(Axis(0), BLOCK).enumerate() {
+            work(b, block);
+        }
+        return Ok(());
+    }
+    thread_pool(n_threads)?.install(|| {
+        out.axis_chunks_iter_mut(Axis(0), BLOCK)
+            .into_par_iter()
+            .enumerate()
+            .for_each(|(b, block)| work(b, block));
+    });
+    Ok(())
+}
+
 /// The cross kernel `K[i, j] = κ(x_i, z_j)` (`n×p`), e.g. test points against bases.
 pub fn cross<F: Real>(
     x: ArrayView2<F>,
@@ -131,19 +154,7 @@ pub fn cross<F: Real>(
         );
         kernel.map_block(block, &norms_x[rows], &norms_z);
     };
-    if n_threads <= 1 || x.nrows() <= BLOCK {
-        // Small jobs: starting a thread pool would cost more than the work.
-        for (b, block) in out.axis_chunks_iter_mut(Axis(0), BLOCK).enumerate() {
-            work(b, block);
-        }
-    } else {
-        thread_pool(n_threads)?.install(|| {
-            out.axis_chunks_iter_mut(Axis(0), BLOCK)
-                .into_par_iter()
-                .enumerate()
-                .for_each(|(b, block)| work(b, block));
-        });
-    }
+    for_each_row_block(&mut out, n_threads, work)?;
     Ok(out)
 }
 
@@ -203,18 +214,7 @@ pub fn expansion<F: Real>(
             }
         }
     };
-    if n_threads <= 1 || n <= BLOCK {
-        for (b, block) in out.axis_chunks_iter_mut(Axis(0), BLOCK).enumerate() {
-            work(b, block);
-        }
-    } else {
-        thread_pool(n_threads)?.install(|| {
-            out.axis_chunks_iter_mut(Axis(0), BLOCK)
-                .into_par_iter()
-                .enumerate()
-                .for_each(|(b, block)| work(b, block));
-        });
-    }
+    for_each_row_block(&mut out, n_threads, work)?;
     Ok(out)
 }
 
