@@ -1,24 +1,40 @@
-"""Greedy-fit benchmark: Rust engine vs the NumPy reference and vs the gemv floor.
+"""Fit benchmarks of the greedy engine, run by hand (not by the tests).
 
-Run by hand, not by the tests:  python benches/bench_fit.py [--m 2000] [--k 100] [--repeats 5]
+    python benches/bench_fit.py                      # every section, the issue's sizes
+    python benches/bench_fit.py --sections floor --m 2000 --k 100
 
-Prints a Markdown table of medians over ``--repeats`` runs (the reference, being slow, runs
-``--reference-repeats`` times), all measured in this process: the greedy phase is timed
-apart from the kernel computation, and set against ``k × T(gemv over K)`` (NumPy's
-``K @ v``), the floor of a one-pick-per-stage fit (DESIGN §4). Exits non-zero if a
-measurement failed.
+Every figure is a median of ``--repeats`` runs and every comparison a ratio measured in
+this process run. RBF kernel, 20 features, float64 unless said; the greedy phase is
+timed apart from the kernel computation. Sections:
+
+* ``floor``   — greedy time per deflation against ``k × T(gemv over K)`` (NumPy's ``K @ v``,
+  the cost floor of one pick per stage, DESIGN §4) and against ``gkfda.reference``;
+* ``stages``  — stages 10 against stages 1;
+* ``float32`` — float32 against float64, and whether the selections agree;
+* ``memory``  — peak resident memory of a whole fit (in a fresh process) against bytes(K);
+* ``kernel``  — the kernel computation against ``sklearn.metrics.pairwise.rbf_kernel``;
+* ``large``   — m = 30,000 in float32, k = 200, stages 10: kernel + fit, and the up-front
+  refusal of a size that cannot fit in memory;
+* ``path``    — the sparsity path (k = 10, 20, ..., 200) against the greedy fit.
+
+Prints Markdown tables; exits non-zero if a measurement failed.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
+import subprocess
 import sys
+import textwrap
 import time
 
 import numpy as np
 
-from gkfda import DEFLATIONS, _core, reference
+from gkfda import DEFLATIONS, GreedyKFDA, _core, reference
+
+SECTIONS = ("floor", "stages", "float32", "memory", "kernel", "large", "path")
 
 
 def median_time(function, repeats):
@@ -30,59 +46,225 @@ def median_time(function, repeats):
     return statistics.median(times)
 
 
+def problem(m, d, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(m, d)).astype(dtype)
+    y = np.where(X[:, 0] + np.sin(X[:, 1]) + 0.3 * rng.normal(size=m) > 0, 1, -1)
+    return X, y
+
+
+def select(K, y, k, deflation, stages, threads, criterion="optimal"):
+    return _core.greedy_select(K, y > 0, k, criterion=criterion, deflation=deflation, stages=stages,
+                               n_threads=threads)[0]
+
+
+def gemv_time(K, repeats=30):
+    v = np.random.default_rng(1).normal(size=K.shape[0]).astype(K.dtype)
+    return median_time(lambda: K @ v, repeats)
+
+
+def section_floor(args):
+    X, y = problem(args.m, args.d, np.float64)
+    K = _core.kernel_matrix(X, kernel="rbf", gamma=1.0 / args.d, n_threads=args.threads)
+    floor = args.k * gemv_time(K)
+    print(f"### Greedy fit against the floor and the reference (m={args.m}, k={args.k}, stages 1, float64)\n")
+    print(f"T(gemv over K) = {floor / args.k * 1e3:.3f} ms; floor k×T(gemv) = {floor * 1e3:.0f} ms\n")
+    print("| deflation | greedy (ms) | × floor | reference (s) | speed-up over reference | same selection |")
+    print("|---|---|---|---|---|---|")
+    ok = True
+    for deflation in args.deflations:
+        indices = {}
+        rust = median_time(lambda: indices.__setitem__("rust", select(K, y, args.k, deflation, 1, args.threads)),
+                           args.repeats)
+        ref = "—"
+        speedup = "—"
+        same = "—"
+        if not args.no_reference:
+            ref_time = median_time(
+                lambda: indices.__setitem__("ref", reference.select(K, y, args.k, "optimal", deflation)),
+                args.reference_repeats,
+            )
+            same = "yes" if np.array_equal(indices["rust"], indices["ref"]) else "NO"
+            ok &= same == "yes"
+            ref, speedup = f"{ref_time:.1f}", f"{ref_time / rust:.0f}×"
+        print(f"| {deflation} | {rust * 1e3:.0f} | {rust / floor:.2f} | {ref} | {speedup} | {same} |")
+    return ok
+
+
+def section_stages(args):
+    X, y = problem(args.m, args.d, np.float64)
+    K = _core.kernel_matrix(X, kernel="rbf", gamma=1.0 / args.d, n_threads=args.threads)
+    print(f"\n### Stages 10 against stages 1 (m={args.m}, k={args.k}, float64)\n")
+    print("| deflation | stages 1 (ms) | stages 10 (ms) | speed-up |")
+    print("|---|---|---|---|")
+    for deflation in args.deflations:
+        one = median_time(lambda: select(K, y, args.k, deflation, 1, args.threads), args.repeats)
+        ten = median_time(lambda: select(K, y, args.k, deflation, 10, args.threads), args.repeats)
+        print(f"| {deflation} | {one * 1e3:.0f} | {ten * 1e3:.0f} | {one / ten:.1f}× |")
+    return True
+
+
+def section_float32(args):
+    X, y = problem(args.m, args.d, np.float64)
+    K64 = _core.kernel_matrix(X, kernel="rbf", gamma=1.0 / args.d, n_threads=args.threads)
+    K32 = _core.kernel_matrix(X.astype(np.float32), kernel="rbf", gamma=1.0 / args.d, n_threads=args.threads)
+    print(f"\n### float32 against float64, greedy phase (m={args.m}, k={args.k}, stages 1)\n")
+    print("| deflation | float64 (ms) | float32 (ms) | speed-up | selections agree (first differing pick) |")
+    print("|---|---|---|---|---|")
+    for deflation in args.deflations:
+        picks = {}
+        t64 = median_time(lambda: picks.__setitem__(64, select(K64, y, args.k, deflation, 1, args.threads)),
+                          args.repeats)
+        t32 = median_time(lambda: picks.__setitem__(32, select(K32, y, args.k, deflation, 1, args.threads)),
+                          args.repeats)
+        a, b = picks[64], picks[32]
+        n = min(len(a), len(b))
+        differ = np.flatnonzero(a[:n] != b[:n])
+        agree = "all" if len(a) == len(b) and differ.size == 0 else f"no (pick {differ[0] + 1 if differ.size else n + 1})"
+        print(f"| {deflation} | {t64 * 1e3:.0f} | {t32 * 1e3:.0f} | {t64 / t32:.2f}× | {agree} |")
+    return True
+
+
+MEMORY_CHILD = textwrap.dedent("""
+    import json, resource, sys, time
+    import numpy as np
+    from gkfda import GreedyKFDA
+    m, d, k, dtype, threads = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(m, d)); y = (X[:, 0] > 0).astype(int)
+    def rss():
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS"):
+                    return int(line.split()[1]) * 1024
+    GreedyKFDA(k=5, gamma=0.05).fit(X[:50], y[:50])  # warm imports and the extension
+    baseline = rss()
+    start = time.perf_counter()
+    GreedyKFDA(k=k, gamma=1.0 / d, dtype=dtype, n_jobs=threads).fit(X, y)
+    seconds = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps({"baseline": baseline, "peak": peak, "seconds": seconds}))
+""")
+
+
+def fit_memory(m, d, k, dtype, threads):
+    output = subprocess.run([sys.executable, "-c", MEMORY_CHILD, str(m), str(d), str(k), dtype, str(threads)],
+                            capture_output=True, text=True, check=True)
+    return json.loads(output.stdout.strip().splitlines()[-1])
+
+
+def section_memory(args):
+    print(f"\n### Peak resident memory of a whole fit (fresh process; m={args.m}, k={args.k})\n")
+    print("| dtype | bytes(K) (MiB) | peak − baseline (MiB) | limit 1.15×K + 64 MiB | within |")
+    print("|---|---|---|---|---|")
+    ok = True
+    for dtype in ("float64", "float32"):
+        result = fit_memory(args.m, args.d, args.k, dtype, args.threads)
+        kernel_bytes = args.m * args.m * np.dtype(dtype).itemsize
+        used = result["peak"] - result["baseline"]
+        limit = 1.15 * kernel_bytes + 64 * 2**20
+        within = used <= limit
+        ok &= within
+        print(f"| {dtype} | {kernel_bytes / 2**20:.0f} | {used / 2**20:.0f} | {limit / 2**20:.0f} | "
+              f"{'yes' if within else 'NO'} |")
+    return ok
+
+
+def section_kernel(args):
+    from sklearn.metrics.pairwise import rbf_kernel
+
+    print(f"\n### Kernel computation against scikit-learn's rbf_kernel (m={args.m}, d={args.d})\n")
+    print("| dtype | gkfda (ms) | scikit-learn (ms) | speed-up | max abs difference |")
+    print("|---|---|---|---|---|")
+    for dtype in (np.float64, np.float32):
+        X, _ = problem(args.m, args.d, dtype)
+        gamma = 1.0 / args.d
+        ours = median_time(lambda: _core.kernel_matrix(X, kernel="rbf", gamma=gamma, n_threads=args.threads),
+                           args.repeats)
+        theirs = median_time(lambda: rbf_kernel(X, gamma=gamma), args.repeats)
+        difference = float(np.max(np.abs(_core.kernel_matrix(X, kernel="rbf", gamma=gamma) - rbf_kernel(X, gamma=gamma))))
+        print(f"| {np.dtype(dtype).name} | {ours * 1e3:.0f} | {theirs * 1e3:.0f} | {theirs / ours:.2f}× | "
+              f"{difference:.1e} |")
+    return True
+
+
+def section_large(args):
+    m = args.large_m
+    print(f"\n### m = {m}, float32, k = 200, stages 10 (one run)\n")
+    X, y = problem(m, args.d, np.float32)
+    start = time.perf_counter()
+    K = _core.kernel_matrix(X, kernel="rbf", gamma=1.0 / args.d, n_threads=args.threads)
+    kernel_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    indices, stopped, passes = _core.greedy_select(K, y > 0, 200, deflation="schur", stages=10,
+                                                   n_threads=args.threads)
+    schur_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    _core.greedy_select(K, y > 0, 200, deflation="projection", stages=10, n_threads=args.threads)
+    projection_seconds = time.perf_counter() - start
+    del K
+    start = time.perf_counter()
+    model = GreedyKFDA(k=200, stages=10, deflation="projection", dtype="float32", gamma=1.0 / args.d,
+                       n_jobs=args.threads).fit(X, y)
+    estimator_seconds = time.perf_counter() - start
+    print("| step | seconds |")
+    print("|---|---|")
+    print(f"| kernel ({m}² float32 = {m * m * 4 / 2**30:.2f} GiB) | {kernel_seconds:.1f} |")
+    print(f"| greedy, schur ({passes} passes) | {schur_seconds:.1f} |")
+    print(f"| greedy, projection | {projection_seconds:.1f} |")
+    print(f"| whole `GreedyKFDA.fit` (kernel + projection greedy + model) | {estimator_seconds:.1f} |")
+    print(f"\nk_ = {model.k_}")
+    huge = 2_000_000
+    try:
+        GreedyKFDA(k=10, dtype="float32").fit(np.zeros((huge, 2)), np.arange(huge) % 2)
+        print("\nERROR: a 2,000,000-point fit was not refused")
+        return False
+    except MemoryError as error:
+        print(f"\nA {huge:,}-point fit is refused up front: `{error}`")
+    return kernel_seconds + max(schur_seconds, projection_seconds) < 60.0
+
+
+def section_path(args):
+    X, y = problem(args.m, args.d, np.float64)
+    X_valid, y_valid = problem(1000, args.d, np.float64, seed=1)
+    ks = list(range(10, args.k + 1, 10))
+    model = GreedyKFDA(k=args.k, gamma=1.0 / args.d, n_jobs=args.threads)
+    K = _core.kernel_matrix(X, kernel="rbf", gamma=1.0 / args.d, n_threads=args.threads)
+    greedy = median_time(lambda: select(K, y, args.k, "schur", 1, args.threads), args.repeats)
+    model.fit(X, y)
+    path = median_time(lambda: model.error_path(X_valid, y_valid, ks), args.repeats)
+    truncations = median_time(lambda: [model.truncate(k) for k in ks], args.repeats)
+    print(f"\n### Sparsity path against the greedy fit (m={args.m}, k = 10..{args.k} by 10, schur)\n")
+    print("| what | ms | fraction of the greedy fit |")
+    print("|---|---|---|")
+    print(f"| greedy fit | {greedy * 1e3:.0f} | 1 |")
+    print(f"| error_path on 1,000 validation points, {len(ks)} values of k | {path * 1e3:.0f} | {path / greedy:.1%} |")
+    print(f"| truncate() to each of the {len(ks)} values | {truncations * 1e3:.0f} | {truncations / greedy:.1%} |")
+    return True
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--m", type=int, default=2000)
+    parser = argparse.ArgumentParser(description="Fit benchmarks of gkfda (Markdown tables).")
+    parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
+    parser.add_argument("--m", type=int, default=4000)
     parser.add_argument("--d", type=int, default=20)
-    parser.add_argument("--k", type=int, default=100)
-    parser.add_argument("--stages", type=int, default=1)
-    parser.add_argument("--criterion", default="optimal")
+    parser.add_argument("--k", type=int, default=200)
+    parser.add_argument("--large-m", type=int, default=30000)
     parser.add_argument("--deflations", nargs="+", default=list(DEFLATIONS))
-    parser.add_argument("--dtype", default="float64", choices=["float64", "float32"])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--reference-repeats", type=int, default=1)
+    parser.add_argument("--no-reference", action="store_true")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
-
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(args.m, args.d)).astype(args.dtype)
-    y = np.where(X[:, 0] + np.sin(X[:, 1]) + 0.3 * rng.normal(size=args.m) > 0, 1, -1)
-    gamma = 1.0 / args.d
-    K = _core.kernel_matrix(X, kernel="rbf", gamma=gamma, n_threads=args.threads)
-    kernel_time = median_time(lambda: _core.kernel_matrix(X, kernel="rbf", gamma=gamma, n_threads=args.threads), args.repeats)
-    v = rng.normal(size=args.m).astype(args.dtype)
-    gemv_time = median_time(lambda: K @ v, max(20, args.repeats))
-    floor = args.k * gemv_time
-
-    print(f"m={args.m}, d={args.d}, k={args.k}, stages={args.stages}, criterion={args.criterion}, "
-          f"dtype={args.dtype}, threads={args.threads}, RBF kernel; medians of {args.repeats} runs "
-          f"(reference: {args.reference_repeats})")
-    print(f"kernel computation: {kernel_time * 1e3:.1f} ms; T(gemv over K) = {gemv_time * 1e3:.3f} ms; "
-          f"floor k×T(gemv) = {floor * 1e3:.1f} ms")
-    print()
-    print("| deflation | k_ | greedy (ms) | × floor | reference (ms) | speed-up over reference |")
-    print("|---|---|---|---|---|---|")
-    failures = 0
-    for deflation in args.deflations:
-        positive = y > 0
-        result = {}
-
-        def rust():
-            result["indices"] = _core.greedy_select(K, positive, args.k, criterion=args.criterion,
-                                                    deflation=deflation, stages=args.stages,
-                                                    n_threads=args.threads)[0]
-
-        rust_time = median_time(rust, args.repeats)
-        reference_time = median_time(
-            lambda: result.__setitem__("reference", reference.select(K, y, args.k, args.criterion, deflation, args.stages)),
-            args.reference_repeats,
-        )
-        if not np.array_equal(result["indices"], result["reference"]):
-            print(f"warning: {deflation}: Rust and reference selections differ", file=sys.stderr)
-            failures += args.dtype == "float64"
-        print(f"| {deflation} | {len(result['indices'])} | {rust_time * 1e3:.1f} | {rust_time / floor:.2f} | "
-              f"{reference_time * 1e3:.0f} | {reference_time / rust_time:.1f}× |")
-    return 1 if failures else 0
+    ok = True
+    for name in args.sections:
+        try:
+            ok &= bool(globals()[f"section_{name}"](args))
+        except Exception as error:  # a section that cannot measure fails the run
+            print(f"\nERROR in section {name}: {error!r}")
+            ok = False
+        sys.stdout.flush()
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

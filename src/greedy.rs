@@ -22,7 +22,13 @@ use crate::error::{try_zeroed, Error, Result};
 use crate::passes;
 use crate::real::Real;
 use ndarray::ArrayView2;
+use rayon::prelude::*;
 use std::str::FromStr;
+
+/// Below this many multiply-adds the correction terms run on one thread.
+const PARALLEL_WORK: usize = 1 << 16;
+/// Rows per chunk of a combination: the output chunk stays in L1 while the vectors stream.
+const COMBINE_CHUNK: usize = 1024;
 
 /// How the next basis is scored (`c_i` is column `i` of the deflated kernel).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -260,27 +266,54 @@ impl<'a, F: Real> Engine<'a, F> {
 
     /// Column `i` of `K_t` (row `i` of the symmetric `K_0`, minus the rank-one terms).
     fn column(&self, i: usize) -> Vec<F> {
-        let mut c = self.kernel[i * self.m..(i + 1) * self.m].to_vec();
-        for (u, v) in self.us.iter().zip(&self.vs) {
-            axpy(&mut c, -v[i], u);
-        }
-        c
+        let start = self.kernel[i * self.m..(i + 1) * self.m].to_vec();
+        let coefficients: Vec<F> = self.vs.iter().map(|v| v[i]).collect();
+        self.subtract_combination(start, &self.us, &coefficients)
     }
 
     /// `K_t x` from `K_0 x`.
     fn apply(&self, x: &[F], k0x: &[F]) -> Vec<F> {
-        let mut out = k0x.to_vec();
-        for (u, v) in self.us.iter().zip(&self.vs) {
-            axpy(&mut out, -dot(v, x), u);
-        }
-        out
+        let coefficients = self.dots_with(&self.vs, x);
+        self.subtract_combination(k0x.to_vec(), &self.us, &coefficients)
     }
 
     /// `K_t' x` from `K_0 x` (`K_0` is symmetric).
     fn apply_transposed(&self, x: &[F], k0x: &[F]) -> Vec<F> {
-        let mut out = k0x.to_vec();
-        for (u, v) in self.us.iter().zip(&self.vs) {
-            axpy(&mut out, -dot(u, x), v);
+        let coefficients = self.dots_with(&self.us, x);
+        self.subtract_combination(k0x.to_vec(), &self.vs, &coefficients)
+    }
+
+    /// `[v·x for v in vectors]`, one vector per task (each dot in its fixed order).
+    fn dots_with(&self, vectors: &[Vec<F>], x: &[F]) -> Vec<F> {
+        if vectors.len() * self.m < PARALLEL_WORK {
+            return vectors.iter().map(|v| dot(v, x)).collect();
+        }
+        self.pool
+            .install(|| vectors.par_iter().map(|v| dot(v, x)).collect())
+    }
+
+    /// `out − Σ_r coefficients[r] vectors[r]`, by chunks of rows (each element sums its
+    /// terms in the order of `r`, whatever the thread count).
+    fn subtract_combination(
+        &self,
+        mut out: Vec<F>,
+        vectors: &[Vec<F>],
+        coefficients: &[F],
+    ) -> Vec<F> {
+        let combine = |(chunk_index, chunk): (usize, &mut [F])| {
+            let start = chunk_index * COMBINE_CHUNK;
+            for (vector, &c) in vectors.iter().zip(coefficients) {
+                axpy(chunk, -c, &vector[start..start + chunk.len()]);
+            }
+        };
+        if vectors.len() * self.m < PARALLEL_WORK {
+            out.chunks_mut(COMBINE_CHUNK).enumerate().for_each(combine);
+        } else {
+            self.pool.install(|| {
+                out.par_chunks_mut(COMBINE_CHUNK)
+                    .enumerate()
+                    .for_each(combine)
+            });
         }
         out
     }

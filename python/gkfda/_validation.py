@@ -84,8 +84,8 @@ def check_kernel_fits(rows: int, cols: int, dtype, argument: str = "X") -> None:
     if needed > available:
         raise MemoryError(
             f"{argument}: the {rows}×{cols} {np.dtype(dtype).name} kernel matrix needs "
-            f"{needed / 2**30:.2f} GiB but only {available / 2**30:.2f} GiB is available; "
-            "use fewer samples or dtype='float32'"
+            f"{needed / 2**30:.2f} GiB but only {available / 2**30:.2f} GiB is available; use fewer samples"
+            + (" or dtype='float32'" if np.dtype(dtype) == np.float64 else "")
         )
 
 

@@ -1,0 +1,29 @@
+//! A fixed greedy run for profilers: `cargo run --release --example profile_greedy -- 2000 100 schur 1`
+//! (m, k, deflation, stages). Under `valgrind --tool=callgrind` the instruction counts per
+//! function are repeatable, unlike timings on a shared machine.
+
+use gkfda::{greedy, kernel, GreedyParams, Kernel};
+use ndarray::Array2;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let m: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(2000);
+    let k: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(100);
+    let deflation = args.get(3).map(String::as_str).unwrap_or("schur");
+    let stages: usize = args.get(4).and_then(|a| a.parse().ok()).unwrap_or(1);
+    let mut state = 7u64;
+    let x = Array2::from_shape_fn((m, 20), |_| {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+    });
+    let labels: Vec<bool> = (0..m).map(|i| x[[i, 0]] + x[[i, 1]].sin() > 0.0).collect();
+    let gram = kernel::gram(x.view(), &Kernel::Rbf { gamma: 0.5 }, 1).expect("kernel");
+    let params = GreedyParams {
+        k,
+        deflation: deflation.parse().expect("deflation name"),
+        stages,
+        ..GreedyParams::default()
+    };
+    let selection = greedy::select(gram.view(), &labels, &params).expect("selection");
+    println!("{} bases, {} passes over the kernel", selection.indices.len(), selection.kernel_passes);
+}
