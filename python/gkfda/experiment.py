@@ -474,10 +474,13 @@ def run_experiment(config: ExperimentConfig, out, progress: bool = True, log=pri
 def _write_config(directory: ResultsDirectory, config: ExperimentConfig, wall: float) -> None:
     path = directory.path / "config.json"
     previous = json.loads(path.read_text()) if path.exists() else {}
+    def union(key, current):  # a results directory accumulates the runs made into it
+        return list(dict.fromkeys(previous.get(key, []) + list(current)))
+
     record = {
-        "datasets": config.datasets,
-        "variants": [v.key for v in config.variants],
-        "baselines": list(config.baselines),
+        "datasets": union("datasets", config.datasets),
+        "variants": union("variants", [v.key for v in config.variants]),
+        "baselines": union("baselines", config.baselines),
         "protocol": {**asdict(config.protocol), "widths": list(config.protocol.widths)},
         "jobs": config.jobs,
         "backend": config.backend or "loky",
