@@ -39,5 +39,23 @@ def greedy_select(
     Returns ``(indices, stopped_early, kernel_passes)``.
     """
 
+def kernel_expansion(
+    x: npt.NDArray[np.floating],
+    basis: npt.NDArray[np.floating],
+    weights: npt.NDArray[np.float64],
+    bias: npt.NDArray[np.float64],
+    *,
+    kernel: str = "rbf",
+    gamma: float = 1.0,
+    degree: int = 3,
+    coef0: float = 1.0,
+    n_threads: int = 1,
+) -> npt.NDArray[np.float64]:
+    """Decision values ``Σ_j weights[j, c] κ(x_i, basis_j) + bias[c]``, shape ``(n, C)``.
+
+    ``x`` and ``basis`` share a dtype (float32 or float64); the result is float64. Rows are
+    processed in blocks, so the ``n×k`` kernel is never held whole.
+    """
+
 def default_tol(dtype: str) -> float:
     """Relative tolerance of the numerical guards for 'float32' or 'float64'."""
