@@ -13,7 +13,9 @@ fn main() {
     let stages: usize = args.get(4).and_then(|a| a.parse().ok()).unwrap_or(1);
     let mut state = 7u64;
     let x = Array2::from_shape_fn((m, 20), |_| {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
     });
     let labels: Vec<bool> = (0..m).map(|i| x[[i, 0]] + x[[i, 1]].sin() > 0.0).collect();
@@ -25,5 +27,9 @@ fn main() {
         ..GreedyParams::default()
     };
     let selection = greedy::select(gram.view(), &labels, &params).expect("selection");
-    println!("{} bases, {} passes over the kernel", selection.indices.len(), selection.kernel_passes);
+    println!(
+        "{} bases, {} passes over the kernel",
+        selection.indices.len(),
+        selection.kernel_passes
+    );
 }

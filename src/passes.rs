@@ -7,6 +7,8 @@
 //! of `K`, which is the cost floor of the greedy loop (DESIGN §4).
 
 use crate::real::Real;
+use ndarray::linalg::general_mat_mul;
+use ndarray::{s, Array2, ArrayView2, Axis};
 use rayon::prelude::*;
 
 /// Lanes of independent partial sums: enough for the compiler to vectorise the loop.
@@ -188,6 +190,9 @@ pub(crate) fn multiply<F: Real>(
     }
     debug_assert!(rhs.iter().all(|x| x.len() == m));
     debug_assert_eq!(kernel.len(), m * m);
+    if r >= GEMM_MIN_RHS {
+        return multiply_gemm(pool, kernel, m, rhs);
+    }
     // Row-major output (m × r) so that each task owns a contiguous slice.
     let mut out = vec![F::zero(); m * r];
     pool.install(|| {
@@ -217,6 +222,46 @@ pub(crate) fn multiply<F: Real>(
     });
     (0..r)
         .map(|j| (0..m).map(|i| out[i * r + j]).collect())
+        .collect()
+}
+
+/// From this many right-hand sides on (a fused stage), a pass is compute-bound: a
+/// register-blocked GEMM (matrixmultiply, through ndarray) beats the row dots, which
+/// would stream every right-hand side from L2 for each row.
+const GEMM_MIN_RHS: usize = 6;
+/// Rows per GEMM task. Blocks are fixed, and each is one sequential GEMM, so the result
+/// does not depend on the number of threads.
+const GEMM_ROWS: usize = 128;
+
+fn multiply_gemm<F: Real>(
+    pool: &rayon::ThreadPool,
+    kernel: &[F],
+    m: usize,
+    rhs: &[&[F]],
+) -> Vec<Vec<F>> {
+    let r = rhs.len();
+    let mut stacked = Vec::with_capacity(m * r);
+    for x in rhs {
+        stacked.extend_from_slice(x);
+    }
+    // `stacked` is r×m row-major, i.e. the m×r right-hand side in column-major order.
+    let x = ArrayView2::from_shape((r, m), &stacked)
+        .expect("r·m values")
+        .reversed_axes();
+    let k = ArrayView2::from_shape((m, m), kernel).expect("m·m values");
+    let mut out = Array2::<F>::zeros((m, r));
+    pool.install(|| {
+        out.axis_chunks_iter_mut(Axis(0), GEMM_ROWS)
+            .into_par_iter()
+            .enumerate()
+            .for_each(|(b, mut block)| {
+                let rows = b * GEMM_ROWS..b * GEMM_ROWS + block.nrows();
+                general_mat_mul(F::one(), &k.slice(s![rows, ..]), &x, F::zero(), &mut block);
+            });
+    });
+    out.columns()
+        .into_iter()
+        .map(|column| column.to_vec())
         .collect()
 }
 
