@@ -9,7 +9,7 @@
 //! |-------------|------------------|----------|-------------------------|
 //! | hotelling   | `(x'K_t x) x`    | `x`      | one (`[x, Dx]`)         |
 //! | projection  | `x`              | `K_t'x`  | one (`[x, Dx]`)         |
-//! | schur       | `K_t x/(x'K_t x)`| `K_t'x`  | two (`x`, then `Du`)    |
+//! | schur       | `K_t x/(x'K_t x)`| `K_t'x`  | two (`x`, then `Du`); `S+1` per stage |
 //!
 //! with `x = τ = c_i/‖c_i‖`, or for the `ortho-*` forms `τ` Gram–Schmidt-orthogonalised
 //! against the earlier directions. For the hotelling and projection families a stage of
@@ -228,6 +228,33 @@ impl<F: Real> Tracked<F> {
 }
 
 /// Lane-parallel dot product (an iterator `sum` would be sequential and scalar).
+/// Earlier directions, each part in its own list so that a combination streams one list.
+struct Directions<F> {
+    x: Vec<Vec<F>>,
+    k0x: Vec<Vec<F>>,
+    k0dx: Vec<Vec<F>>,
+}
+
+impl<F> Default for Directions<F> {
+    fn default() -> Self {
+        Directions {
+            x: Vec::new(),
+            k0x: Vec::new(),
+            k0dx: Vec::new(),
+        }
+    }
+}
+
+impl<F: Clone> Directions<F> {
+    fn push(&mut self, direction: &Tracked<F>) {
+        self.x.push(direction.x.clone());
+        if !direction.k0x.is_empty() {
+            self.k0x.push(direction.k0x.clone());
+            self.k0dx.push(direction.k0dx.clone());
+        }
+    }
+}
+
 fn dot<F: Real>(a: &[F], b: &[F]) -> F {
     passes::dots(a, [b])[0]
 }
@@ -253,7 +280,7 @@ struct Engine<'a, F: Real> {
     us: Vec<Vec<F>>,
     vs: Vec<Vec<F>>,
     /// Earlier `ortho-*` directions (with their products for the fused families).
-    ortho: Vec<Tracked<F>>,
+    ortho: Directions<F>,
     pool: rayon::ThreadPool,
     passes: usize,
 }
@@ -328,6 +355,13 @@ impl<'a, F: Real> Engine<'a, F> {
 
     /// Applies `K_{t+1} = K_t − u v'` to the statistics (`h = K_t' D u`) and records it.
     fn deflate(&mut self, u: Vec<F>, v: Vec<F>, h: &[F]) {
+        self.update_statistics(&u, &v, h);
+        self.us.push(u);
+        self.vs.push(v);
+    }
+
+    /// The statistics of `K_t − u v'` from those of `K_t`, with `h = K_t' D u`.
+    fn update_statistics(&mut self, u: &[F], v: &[F], h: &[F]) {
         let (mut u_pos, mut u_neg) = (F::zero(), F::zero());
         for (value, &positive) in u.iter().zip(self.positive.iter()) {
             if positive {
@@ -336,15 +370,23 @@ impl<'a, F: Real> Engine<'a, F> {
                 u_neg += *value;
             }
         }
-        let udu = self.weighted_norm2(&u);
+        let udu = self.weighted_norm2(u);
         let two = F::from_f64(2.0);
         for i in 0..self.m {
             self.p[i] -= v[i] * u_pos;
             self.n[i] -= v[i] * u_neg;
             self.d[i] -= two * v[i] * h[i] - udu * v[i] * v[i];
         }
-        self.us.push(u);
-        self.vs.push(v);
+    }
+
+    /// The deferred statistics update of the last recorded term, given `K_0 D u` for its
+    /// `u`: `h = K_t' D u` with `K_t` the kernel before that term.
+    fn update_statistics_for_last(&mut self, du: &[F], k0du: &[F]) {
+        let last = self.us.len() - 1;
+        let coefficients = self.dots_with(&self.us[..last], du);
+        let h = self.subtract_combination(k0du.to_vec(), &self.vs[..last], &coefficients);
+        let (u, v) = (self.us[last].clone(), self.vs[last].clone());
+        self.update_statistics(&u, &v, &h);
     }
 }
 
@@ -413,7 +455,7 @@ impl<'a, F: Real> Engine<'a, F> {
             threshold,
             us: Vec::new(),
             vs: Vec::new(),
-            ortho: Vec::new(),
+            ortho: Directions::default(),
             pool,
             passes: 1,
         })
@@ -470,16 +512,26 @@ impl<'a, F: Real> Engine<'a, F> {
         if !ortho {
             return Some(tau);
         }
-        let mut q = tau.clone();
-        for earlier in &self.ortho {
-            q.add_scaled(-dot(&earlier.x, &tau.x), earlier);
-        }
+        // Classical Gram–Schmidt, coefficients `q_r'τ`, applied to each tracked part.
+        let coefficients = self.dots_with(&self.ortho.x, &tau.x);
+        let residual = |part: &Vec<F>, earlier: &[Vec<F>]| {
+            if part.is_empty() {
+                Vec::new() // the schur family tracks no products
+            } else {
+                self.subtract_combination(part.clone(), earlier, &coefficients)
+            }
+        };
+        let mut q = Tracked {
+            x: residual(&tau.x, &self.ortho.x),
+            k0x: residual(&tau.k0x, &self.ortho.k0x),
+            k0dx: residual(&tau.k0dx, &self.ortho.k0dx),
+        };
         let norm2 = dot(&q.x, &q.x);
         if norm2.as_f64() <= tol {
             return None;
         }
         q.scale(F::one() / norm2.sqrt());
-        self.ortho.push(q.clone());
+        self.ortho.push(&q);
         Some(q)
     }
 
@@ -541,8 +593,14 @@ impl<'a, F: Real> Engine<'a, F> {
         }
     }
 
-    /// One stage of the schur family: two reads of `K_0` per pick.
+    /// One stage of the schur family. Each pick needs `K_0 x` before its deflation and
+    /// `K_0 D u` after it, and `u = K_t x/λ` leaves every span known in advance, so the
+    /// picks cannot share one read as in the other families. But a stage's picks are
+    /// fixed, so the second read of a pick is shared with the first read of the next:
+    /// `S + 1` reads of `K_0` per stage. The pick's statistics update waits for its `h`;
+    /// nothing in between reads the statistics (columns and directions use `U`, `V`).
     fn schur_stage(&mut self, picks: &[usize], ortho: bool, tol: f64, chosen: &mut Vec<usize>) {
+        let mut pending: Option<Vec<F>> = None; // `D u` of the last term, awaiting its `h`
         for (s, &i) in picks.iter().enumerate() {
             let column = self.column(i);
             if s > 0 && self.weighted_norm2(&column) <= self.threshold[i] {
@@ -558,7 +616,13 @@ impl<'a, F: Real> Engine<'a, F> {
                 continue;
             };
             chosen.push(i);
-            let k0x = self.multiply(&[&x.x]).remove(0);
+            let mut rhs: Vec<&[F]> = vec![&x.x];
+            rhs.extend(pending.as_deref());
+            let mut products = self.multiply(&rhs).into_iter();
+            let k0x = products.next().expect("one product per right-hand side");
+            if let (Some(du), Some(k0du)) = (pending.take(), products.next()) {
+                self.update_statistics_for_last(&du, &k0du);
+            }
             let ktx = self.apply(&x.x, &k0x);
             let lambda = dot(&x.x, &ktx);
             if lambda <= F::zero() {
@@ -566,10 +630,13 @@ impl<'a, F: Real> Engine<'a, F> {
             }
             let v = self.apply_transposed(&x.x, &k0x);
             let u: Vec<F> = ktx.iter().map(|&value| value / lambda).collect();
-            let du = self.weighted(&u);
+            pending = Some(self.weighted(&u));
+            self.us.push(u);
+            self.vs.push(v);
+        }
+        if let Some(du) = pending {
             let k0du = self.multiply(&[&du]).remove(0);
-            let h = self.apply_transposed(&du, &k0du);
-            self.deflate(u, v, &h);
+            self.update_statistics_for_last(&du, &k0du);
         }
     }
 }
@@ -872,6 +939,8 @@ mod tests {
         assert_eq!(count(Deflation::Projection, 5), 1 + 4);
         assert_eq!(count(Deflation::OrthoHotelling, 10), 1 + 2);
         assert_eq!(count(Deflation::Schur, 1), 1 + 40);
+        assert_eq!(count(Deflation::Schur, 5), 1 + 4 * 6);
+        assert_eq!(count(Deflation::OrthoSchur, 10), 1 + 2 * 11);
         assert_eq!(count(Deflation::None, 1), 1);
     }
 
