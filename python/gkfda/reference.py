@@ -66,12 +66,21 @@ def rbf_kernel(X, Z, gamma):
     return np.exp(-gamma * np.maximum(sq, 0.0))
 
 
+def _within_class_diagonal(y):
+    """The diagonal ``D`` of ``B = D − C`` (paper 000, eq. 2)."""
+    pos = y > 0
+    m = y.size
+    m_pos = int(pos.sum())
+    return np.where(pos, 2.0 * (m - m_pos) / m, 2.0 * m_pos / m)
+
+
 def _class_weights(y):
+    """``D`` and the block-constant ``C`` of ``B = D − C``; ``C`` is m×m, so only the model uses it."""
     pos = y > 0
     m = y.size
     m_pos = int(pos.sum())
     m_neg = m - m_pos
-    D = np.where(pos, 2.0 * m_neg / m, 2.0 * m_pos / m)
+    D = _within_class_diagonal(y)
     C = np.zeros((m, m))
     C[np.ix_(pos, pos)] = 2.0 * m_neg / (m * m_pos)
     C[np.ix_(~pos, ~pos)] = 2.0 * m_pos / (m * m_neg)
@@ -137,7 +146,7 @@ def select(
     y = np.where(np.asarray(y) > 0, 1.0, -1.0)
     m = y.size
     tol = default_tol(np.asarray(K).dtype) if tol is None else tol
-    D, _ = _class_weights(y)
+    D = _within_class_diagonal(y)
     pos = y > 0
     m_pos, m_neg = pos.sum(), m - pos.sum()
     alpha, beta = 2.0 * m_neg / (m * m_pos), 2.0 * m_pos / (m * m_neg)
