@@ -27,6 +27,8 @@ use std::str::FromStr;
 
 /// Below this many multiply-adds the correction terms run on one thread.
 const PARALLEL_WORK: usize = 1 << 16;
+/// Average run of equal labels from which a pass splits its columns by class.
+const MIN_CLASS_RUN: usize = 64;
 /// Rows per chunk of a combination: the output chunk stays in L1 while the vectors stream.
 const COMBINE_CHUNK: usize = 1024;
 
@@ -281,6 +283,11 @@ struct Engine<'a, F: Real> {
     vs: Vec<Vec<F>>,
     /// Earlier `ortho-*` directions (with their products for the fused families).
     ortho: Directions<F>,
+    /// The columns of each class (positive first) when the classes form few runs, as in
+    /// the kernels `GreedyKFDA.fit` builds: passes then split by class.
+    class_groups: Option<[passes::ColumnGroup; 2]>,
+    /// The diagonal of `D` on the positive and the negative class.
+    class_weights: (F, F),
     pool: rayon::ThreadPool,
     passes: usize,
 }
@@ -291,57 +298,103 @@ impl<'a, F: Real> Engine<'a, F> {
         passes::multiply(&self.pool, self.kernel, self.m, rhs)
     }
 
-    /// Column `i` of `K_t` (row `i` of the symmetric `K_0`, minus the rank-one terms).
-    fn column(&self, i: usize) -> Vec<F> {
-        let start = self.kernel[i * self.m..(i + 1) * self.m].to_vec();
-        let coefficients: Vec<F> = self.vs.iter().map(|v| v[i]).collect();
-        self.subtract_combination(start, &self.us, &coefficients)
-    }
-
-    /// `K_t x` from `K_0 x`.
-    fn apply(&self, x: &[F], k0x: &[F]) -> Vec<F> {
-        let coefficients = self.dots_with(&self.vs, x);
-        self.subtract_combination(k0x.to_vec(), &self.us, &coefficients)
-    }
-
-    /// `K_t' x` from `K_0 x` (`K_0` is symmetric).
-    fn apply_transposed(&self, x: &[F], k0x: &[F]) -> Vec<F> {
-        let coefficients = self.dots_with(&self.us, x);
-        self.subtract_combination(k0x.to_vec(), &self.vs, &coefficients)
-    }
-
-    /// `[v·x for v in vectors]`, one vector per task (each dot in its fixed order).
-    fn dots_with(&self, vectors: &[Vec<F>], x: &[F]) -> Vec<F> {
-        if vectors.len() * self.m < PARALLEL_WORK {
-            return vectors.iter().map(|v| dot(v, x)).collect();
+    /// `(K_0 x, K_0 D x)` for each `x`, in one pass. With contiguous classes the pass
+    /// splits the columns by class, so that each kernel element meets each `x` once.
+    fn products_with_weighted(&mut self, xs: &[&[F]]) -> (Vec<Vec<F>>, Vec<Vec<F>>) {
+        self.passes += 1;
+        if let Some(groups) = &self.class_groups {
+            let mut by_class =
+                passes::multiply_groups(&self.pool, self.kernel, self.m, xs, groups).into_iter();
+            let (positive, negative) = (by_class.next(), by_class.next());
+            let (positive, negative) = (positive.unwrap_or_default(), negative.unwrap_or_default());
+            let (w_pos, w_neg) = self.class_weights;
+            let plain = positive
+                .iter()
+                .zip(&negative)
+                .map(|(p, n)| p.iter().zip(n).map(|(&p, &n)| p + n).collect());
+            let weighted = positive.iter().zip(&negative).map(|(p, n)| {
+                p.iter()
+                    .zip(n)
+                    .map(|(&p, &n)| w_pos * p + w_neg * n)
+                    .collect()
+            });
+            return (plain.collect(), weighted.collect());
         }
-        self.pool
-            .install(|| vectors.par_iter().map(|v| dot(v, x)).collect())
+        let weighted: Vec<Vec<F>> = xs.iter().map(|x| self.weighted(x)).collect();
+        let rhs: Vec<&[F]> = xs
+            .iter()
+            .copied()
+            .chain(weighted.iter().map(Vec::as_slice))
+            .collect();
+        let mut products = passes::multiply(&self.pool, self.kernel, self.m, &rhs);
+        let weighted = products.split_off(xs.len());
+        (products, weighted)
     }
 
-    /// `out − Σ_r coefficients[r] vectors[r]`, by chunks of rows (each element sums its
-    /// terms in the order of `r`, whatever the thread count).
-    fn subtract_combination(
+    /// Columns `picks` of `K_t` (rows of the symmetric `K_0`, minus the rank-one terms),
+    /// in one sweep over `U`.
+    fn columns(&self, picks: &[usize]) -> Vec<Vec<F>> {
+        let mut columns: Vec<Vec<F>> = picks
+            .iter()
+            .map(|&i| self.kernel[i * self.m..(i + 1) * self.m].to_vec())
+            .collect();
+        let coefficients: Vec<Vec<F>> = picks
+            .iter()
+            .map(|&i| self.vs.iter().map(|v| v[i]).collect())
+            .collect();
+        self.subtract_combinations(&mut columns, &self.us, &coefficients);
+        columns
+    }
+
+    /// `[v·x for v in vectors]` for each `x` (`out[x][v]`), in one sweep over `vectors`.
+    fn dots_with(&self, vectors: &[Vec<F>], xs: &[&[F]]) -> Vec<Vec<F>> {
+        if vectors.len() * self.m < PARALLEL_WORK {
+            return xs
+                .iter()
+                .map(|x| vectors.iter().map(|v| dot(v, x)).collect())
+                .collect();
+        }
+        passes::dot_products(&self.pool, vectors, xs)
+    }
+
+    /// `outs[s] −= Σ_r coefficients[s][r] vectors[r]` for every `s`, in one sweep over
+    /// `vectors` by chunks of rows (each element sums its terms in the order of `r`,
+    /// whatever the thread count).
+    fn subtract_combinations(
         &self,
-        mut out: Vec<F>,
+        outs: &mut [Vec<F>],
         vectors: &[Vec<F>],
-        coefficients: &[F],
-    ) -> Vec<F> {
-        let combine = |(chunk_index, chunk): (usize, &mut [F])| {
+        coefficients: &[Vec<F>],
+    ) {
+        let work = vectors.len() * outs.len() * self.m;
+        let n_chunks = self.m.div_ceil(COMBINE_CHUNK);
+        let mut by_chunk: Vec<Vec<&mut [F]>> = (0..n_chunks).map(|_| Vec::new()).collect();
+        for out in outs.iter_mut() {
+            for (chunk, piece) in by_chunk.iter_mut().zip(out.chunks_mut(COMBINE_CHUNK)) {
+                chunk.push(piece);
+            }
+        }
+        let combine = |(chunk_index, mut pieces): (usize, Vec<&mut [F]>)| {
             let start = chunk_index * COMBINE_CHUNK;
-            for (vector, &c) in vectors.iter().zip(coefficients) {
-                axpy(chunk, -c, &vector[start..start + chunk.len()]);
+            for (r, vector) in vectors.iter().enumerate() {
+                for (piece, c) in pieces.iter_mut().zip(coefficients) {
+                    axpy(piece, -c[r], &vector[start..start + piece.len()]);
+                }
             }
         };
-        if vectors.len() * self.m < PARALLEL_WORK {
-            out.chunks_mut(COMBINE_CHUNK).enumerate().for_each(combine);
+        if work < PARALLEL_WORK {
+            by_chunk.into_iter().enumerate().for_each(combine);
         } else {
-            self.pool.install(|| {
-                out.par_chunks_mut(COMBINE_CHUNK)
-                    .enumerate()
-                    .for_each(combine)
-            });
+            self.pool
+                .install(|| by_chunk.into_par_iter().enumerate().for_each(combine));
         }
+    }
+
+    /// `K_t' x = K_0 x − V (U'x)` for each `x`, from `K_0 x` (`K_0` is symmetric).
+    fn deflated_transposed(&self, xs: &[&[F]], k0xs: Vec<Vec<F>>) -> Vec<Vec<F>> {
+        let coefficients = self.dots_with(&self.us, xs);
+        let mut out = k0xs;
+        self.subtract_combinations(&mut out, &self.vs, &coefficients);
         out
     }
 
@@ -383,8 +436,10 @@ impl<'a, F: Real> Engine<'a, F> {
     /// `u`: `h = K_t' D u` with `K_t` the kernel before that term.
     fn update_statistics_for_last(&mut self, du: &[F], k0du: &[F]) {
         let last = self.us.len() - 1;
-        let coefficients = self.dots_with(&self.us[..last], du);
-        let h = self.subtract_combination(k0du.to_vec(), &self.vs[..last], &coefficients);
+        let coefficients = self.dots_with(&self.us[..last], &[du]);
+        let mut h = vec![k0du.to_vec()];
+        self.subtract_combinations(&mut h, &self.vs[..last], &coefficients);
+        let h = h.pop().expect("one product");
         let (u, v) = (self.us[last].clone(), self.vs[last].clone());
         self.update_statistics(&u, &v, &h);
     }
@@ -456,6 +511,18 @@ impl<'a, F: Real> Engine<'a, F> {
             us: Vec::new(),
             vs: Vec::new(),
             ortho: Directions::default(),
+            class_groups: (passes::ColumnGroup::count_runs(positive) * MIN_CLASS_RUN <= m).then(
+                || {
+                    [
+                        passes::ColumnGroup::of_class::<F>(positive, true),
+                        passes::ColumnGroup::of_class::<F>(positive, false),
+                    ]
+                },
+            ),
+            class_weights: (
+                F::from_f64(2.0 * m_neg as f64 / mf),
+                F::from_f64(2.0 * m_pos as f64 / mf),
+            ),
             pool,
             passes: 1,
         })
@@ -513,13 +580,14 @@ impl<'a, F: Real> Engine<'a, F> {
             return Some(tau);
         }
         // Classical Gram–Schmidt, coefficients `q_r'τ`, applied to each tracked part.
-        let coefficients = self.dots_with(&self.ortho.x, &tau.x);
+        let coefficients = self.dots_with(&self.ortho.x, &[&tau.x]);
         let residual = |part: &Vec<F>, earlier: &[Vec<F>]| {
-            if part.is_empty() {
-                Vec::new() // the schur family tracks no products
-            } else {
-                self.subtract_combination(part.clone(), earlier, &coefficients)
+            let mut out = vec![part.clone()];
+            if !part.is_empty() {
+                // (the schur family tracks no products)
+                self.subtract_combinations(&mut out, earlier, &coefficients);
             }
+            out.pop().expect("one residual")
         };
         let mut q = Tracked {
             x: residual(&tau.x, &self.ortho.x),
@@ -544,16 +612,9 @@ impl<'a, F: Real> Engine<'a, F> {
         tol: f64,
         chosen: &mut Vec<usize>,
     ) {
-        let columns: Vec<Vec<F>> = picks.iter().map(|&i| self.column(i)).collect();
-        let weighted: Vec<Vec<F>> = columns.iter().map(|c| self.weighted(c)).collect();
-        let rhs: Vec<&[F]> = columns
-            .iter()
-            .chain(&weighted)
-            .map(|c| c.as_slice())
-            .collect();
-        let mut products = self.multiply(&rhs).into_iter();
-        let k0_columns: Vec<Vec<F>> = products.by_ref().take(picks.len()).collect();
-        let k0_weighted: Vec<Vec<F>> = products.collect();
+        let columns = self.columns(picks);
+        let rhs: Vec<&[F]> = columns.iter().map(Vec::as_slice).collect();
+        let (k0_columns, k0_weighted) = self.products_with_weighted(&rhs);
         let mut stage_terms: Vec<(Tracked<F>, Vec<F>)> = Vec::new();
         for (s, ((&i, x), (k0x, k0dx))) in picks
             .iter()
@@ -573,19 +634,23 @@ impl<'a, F: Real> Engine<'a, F> {
             };
             chosen.push(i);
             let dx = self.weighted(&x.x);
+            // `U'x` and `U'Dx` in one sweep over `U`; then `V` once for the products.
+            let u_coefficients = self.dots_with(&self.us, &[&x.x, &dx]);
             let (u, v, h) = if family == Family::Hotelling {
-                let lambda = dot(&x.x, &self.apply(&x.x, &x.k0x));
-                let h: Vec<F> = self
-                    .apply_transposed(&dx, &x.k0dx)
-                    .iter()
-                    .map(|&h| lambda * h)
-                    .collect();
+                // λ = x'K_t x = x'K_0 x − (U'x)·(V'x)
+                let v_coefficients = self.dots_with(&self.vs, &[&x.x]);
+                let lambda = dot(&x.x, &x.k0x) - dot(&u_coefficients[0], &v_coefficients[0]);
+                let mut h = vec![x.k0dx.clone()];
+                self.subtract_combinations(&mut h, &self.vs, &u_coefficients[1..]);
+                let h: Vec<F> = h[0].iter().map(|&h| lambda * h).collect();
                 let mut u = x.clone();
                 u.scale(lambda);
                 (u, x.x, h)
             } else {
-                let v = self.apply_transposed(&x.x, &x.k0x);
-                let h = self.apply_transposed(&dx, &x.k0dx);
+                let mut products = vec![x.k0x.clone(), x.k0dx.clone()];
+                self.subtract_combinations(&mut products, &self.vs, &u_coefficients);
+                let h = products.pop().expect("two products");
+                let v = products.pop().expect("two products");
                 (x, v, h)
             };
             self.deflate(u.x.clone(), v.clone(), &h);
@@ -602,7 +667,7 @@ impl<'a, F: Real> Engine<'a, F> {
     fn schur_stage(&mut self, picks: &[usize], ortho: bool, tol: f64, chosen: &mut Vec<usize>) {
         let mut pending: Option<Vec<F>> = None; // `D u` of the last term, awaiting its `h`
         for (s, &i) in picks.iter().enumerate() {
-            let column = self.column(i);
+            let column = self.columns(&[i]).pop().expect("one column");
             if s > 0 && self.weighted_norm2(&column) <= self.threshold[i] {
                 continue;
             }
@@ -623,12 +688,19 @@ impl<'a, F: Real> Engine<'a, F> {
             if let (Some(du), Some(k0du)) = (pending.take(), products.next()) {
                 self.update_statistics_for_last(&du, &k0du);
             }
-            let ktx = self.apply(&x.x, &k0x);
+            // K_t x = K_0 x − U(V'x) and K_t'x = K_0 x − V(U'x)
+            let v_coefficients = self.dots_with(&self.vs, &[&x.x]);
+            let mut ktx = vec![k0x.clone()];
+            self.subtract_combinations(&mut ktx, &self.us, &v_coefficients);
+            let ktx = ktx.pop().expect("one product");
             let lambda = dot(&x.x, &ktx);
             if lambda <= F::zero() {
                 continue; // nothing left to deflate along x
             }
-            let v = self.apply_transposed(&x.x, &k0x);
+            let v = self
+                .deflated_transposed(&[&x.x], vec![k0x])
+                .pop()
+                .expect("one product");
             let u: Vec<F> = ktx.iter().map(|&value| value / lambda).collect();
             pending = Some(self.weighted(&u));
             self.us.push(u);
@@ -892,32 +964,70 @@ mod tests {
         chosen
     }
 
+    /// Every scored criterion × deflation × stage count picks what explicit deflation picks.
+    fn assert_matches_explicit(
+        kernel: &Array2<f64>,
+        positive: &[bool],
+        k: usize,
+        stage_counts: &[usize],
+        label: &str,
+    ) {
+        for &(criterion, _) in Criterion::ALL
+            .iter()
+            .filter(|(c, _)| *c != Criterion::Random)
+        {
+            for &(deflation, name) in &Deflation::ALL {
+                for &stages in stage_counts {
+                    let params = GreedyParams {
+                        k,
+                        criterion,
+                        deflation,
+                        stages,
+                        n_threads: 2,
+                        ..GreedyParams::default()
+                    };
+                    let expected = explicit_select(kernel, positive, &params);
+                    let actual = select(kernel.view(), positive, &params).unwrap().indices;
+                    assert_eq!(actual, expected, "{criterion:?} {name} S={stages} {label}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn implicit_engine_matches_explicit_deflation() {
         for seed in 0..3 {
             let (kernel, positive) = problem(61 + 10 * seed as usize, 3, seed);
-            for &(criterion, _) in Criterion::ALL
-                .iter()
-                .filter(|(c, _)| *c != Criterion::Random)
-            {
-                for &(deflation, name) in &Deflation::ALL {
-                    for stages in [1, 2, 5] {
-                        let params = GreedyParams {
-                            k: 15,
-                            criterion,
-                            deflation,
-                            stages,
-                            ..GreedyParams::default()
-                        };
-                        let expected = explicit_select(&kernel, &positive, &params);
-                        let actual = select(kernel.view(), &positive, &params).unwrap().indices;
-                        assert_eq!(
-                            actual, expected,
-                            "{criterion:?} {name} S={stages} seed={seed}"
-                        );
-                    }
-                }
-            }
+            assert_matches_explicit(&kernel, &positive, 15, &[1, 2, 5], &format!("seed={seed}"));
+        }
+    }
+
+    /// The problem with the positive class first, as `GreedyKFDA.fit` orders its kernel.
+    fn class_sorted_problem(m: usize, seed: u64) -> (Array2<f64>, Vec<bool>) {
+        let (kernel, positive) = problem(m, 3, seed);
+        let mut order: Vec<usize> = (0..m).collect();
+        order.sort_by_key(|&i| !positive[i]);
+        let sorted = Array2::from_shape_fn((m, m), |(i, j)| kernel[[order[i], order[j]]]);
+        (sorted, order.iter().map(|&i| positive[i]).collect())
+    }
+
+    #[test]
+    fn passes_split_by_class_match_explicit_deflation() {
+        for seed in 0..2 {
+            let (kernel, positive) = class_sorted_problem(203 + seed as usize, seed);
+            let data = kernel.as_slice().unwrap();
+            let engine = Engine::new(data, kernel.nrows(), &positive, 1e-9, 1).unwrap();
+            assert!(
+                engine.class_groups.is_some(),
+                "two runs of labels split the passes"
+            );
+            assert_matches_explicit(
+                &kernel,
+                &positive,
+                12,
+                &[1, 4],
+                &format!("class-sorted seed={seed}"),
+            );
         }
     }
 

@@ -21,7 +21,7 @@
 pub mod error;
 pub mod greedy;
 pub mod kernel;
-mod passes;
+pub mod passes;
 mod real;
 
 #[cfg(feature = "python")]

@@ -7,14 +7,10 @@
 //! of `K`, which is the cost floor of the greedy loop (DESIGN §4).
 
 use crate::real::Real;
-use ndarray::linalg::general_mat_mul;
-use ndarray::{s, Array2, ArrayView2, Axis};
 use rayon::prelude::*;
 
 /// Lanes of independent partial sums: enough for the compiler to vectorise the loop.
 const LANES: usize = 8;
-/// Rows per parallel task: large enough to amortise scheduling, small enough to balance.
-const ROWS_PER_TASK: usize = 32;
 
 /// Dot products of `row` with up to four vectors at once, in a fixed summation order
 /// (eight partial sums, reduced pairwise, then the tail).
@@ -23,7 +19,7 @@ const ROWS_PER_TASK: usize = 32;
 /// sums with fused multiply-adds; a given machine always takes the same path, so results
 /// never depend on the thread count.
 #[inline]
-pub(crate) fn dots<F: Real, const R: usize>(row: &[F], rhs: [&[F]; R]) -> [F; R] {
+pub fn dots<F: Real, const R: usize>(row: &[F], rhs: [&[F]; R]) -> [F; R] {
     debug_assert!(rhs.iter().all(|x| x.len() == row.len()));
     F::dots(row, rhs)
 }
@@ -31,6 +27,25 @@ pub(crate) fn dots<F: Real, const R: usize>(row: &[F], rhs: [&[F]; R]) -> [F; R]
 /// Per-type dot kernels: SIMD where the CPU has it, the portable loop otherwise.
 pub trait Dots: Sized {
     fn dots<const R: usize>(row: &[Self], rhs: [&[Self]; R]) -> [Self; R];
+    /// Per-output partial sums of a pass: one SIMD register's worth of lanes.
+    type Lanes: Copy + Send + Sync;
+    /// Elements per [`Dots::Lanes`]; a pass's tiles cover row lengths in multiples of it.
+    const WIDTH: usize;
+    fn zero_lanes() -> Self::Lanes;
+    /// The lanes' sum, in a fixed (pairwise) order.
+    fn reduce(lanes: Self::Lanes) -> Self;
+    /// A register tile of a pass: `acc[o·stride + j] += rows[o][range]·rhs[j][range]` lane
+    /// by lane, for a range whose length is a multiple of [`Dots::WIDTH`]. Each output's
+    /// lanes see the elements in the same order whatever the tile shape or the slicing of
+    /// the range, so shapes can follow what is left to do without changing a bit of the
+    /// result.
+    fn tile<const ROWS: usize, const R: usize>(
+        rows: [&[Self]; ROWS],
+        rhs: [&[Self]; R],
+        range: std::ops::Range<usize>,
+        acc: &mut [Self::Lanes],
+        stride: usize,
+    );
 }
 
 impl Dots for f64 {
@@ -42,6 +57,33 @@ impl Dots for f64 {
             return unsafe { simd::dots_f64(row, rhs) };
         }
         portable_dots(row, rhs)
+    }
+
+    type Lanes = [f64; 4];
+    const WIDTH: usize = 4;
+
+    fn zero_lanes() -> [f64; 4] {
+        [0.0; 4]
+    }
+
+    fn reduce(lanes: [f64; 4]) -> f64 {
+        reduce_lanes(lanes)
+    }
+
+    #[inline]
+    fn tile<const ROWS: usize, const R: usize>(
+        rows: [&[f64]; ROWS],
+        rhs: [&[f64]; R],
+        range: std::ops::Range<usize>,
+        acc: &mut [[f64; 4]],
+        stride: usize,
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        if has_fma() {
+            // SAFETY: AVX2 and FMA are available (checked just above).
+            return unsafe { simd::tile_f64(rows, rhs, range, acc, stride) };
+        }
+        portable_tile(rows, rhs, range, acc, stride)
     }
 }
 
@@ -55,6 +97,33 @@ impl Dots for f32 {
         }
         portable_dots(row, rhs)
     }
+
+    type Lanes = [f32; 8];
+    const WIDTH: usize = 8;
+
+    fn zero_lanes() -> [f32; 8] {
+        [0.0; 8]
+    }
+
+    fn reduce(lanes: [f32; 8]) -> f32 {
+        reduce_lanes(lanes)
+    }
+
+    #[inline]
+    fn tile<const ROWS: usize, const R: usize>(
+        rows: [&[f32]; ROWS],
+        rhs: [&[f32]; R],
+        range: std::ops::Range<usize>,
+        acc: &mut [[f32; 8]],
+        stride: usize,
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        if has_fma() {
+            // SAFETY: AVX2 and FMA are available (checked just above).
+            return unsafe { simd::tile_f32(rows, rhs, range, acc, stride) };
+        }
+        portable_tile(rows, rhs, range, acc, stride)
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -63,8 +132,8 @@ fn has_fma() -> bool {
     is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
 }
 
-fn reduce_lanes<F: Real>(mut lanes: [F; LANES]) -> F {
-    let mut width = LANES;
+fn reduce_lanes<F: Real, const N: usize>(mut lanes: [F; N]) -> F {
+    let mut width = N;
     while width > 1 {
         width /= 2;
         for lane in 0..width {
@@ -72,6 +141,25 @@ fn reduce_lanes<F: Real>(mut lanes: [F; LANES]) -> F {
         }
     }
     lanes[0]
+}
+
+/// The tile of [`Dots::tile`] with `W` lanes per output (the SIMD width of `F`).
+fn portable_tile<F: Real, const ROWS: usize, const R: usize, const W: usize>(
+    rows: [&[F]; ROWS],
+    rhs: [&[F]; R],
+    range: std::ops::Range<usize>,
+    acc: &mut [[F; W]],
+    stride: usize,
+) {
+    for start in range.step_by(W) {
+        for (o, row) in rows.iter().enumerate() {
+            for (j, x) in rhs.iter().enumerate() {
+                for (lane, lane_sum) in acc[o * stride + j].iter_mut().enumerate() {
+                    *lane_sum = row[start + lane].mul_add(x[start + lane], *lane_sum);
+                }
+            }
+        }
+    }
 }
 
 fn portable_dots<F: Real, const R: usize>(row: &[F], rhs: [&[F]; R]) -> [F; R] {
@@ -104,6 +192,97 @@ fn portable_dots<F: Real, const R: usize>(row: &[F], rhs: [&[F]; R]) -> [F; R] {
 mod simd {
     use super::{reduce_lanes, LANES};
     use std::arch::x86_64::*;
+
+    /// One 4-wide f64 accumulator per output; each loaded row element feeds `R` FMAs and
+    /// each right-hand side element `ROWS`, so a 4×3 tile makes 12 FMAs per 7 loads.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn tile_f64<const ROWS: usize, const R: usize>(
+        rows: [&[f64]; ROWS],
+        rhs: [&[f64]; R],
+        range: std::ops::Range<usize>,
+        acc: &mut [[f64; 4]],
+        stride: usize,
+    ) {
+        assert!(rows.iter().all(|row| row.len() >= range.end));
+        assert!(rhs.iter().all(|x| x.len() >= range.end));
+        assert!(acc.len() >= (ROWS - 1) * stride + R);
+        debug_assert_eq!(range.len() % 4, 0);
+        let mut registers = [[_mm256_setzero_pd(); R]; ROWS];
+        for r in 0..ROWS {
+            for j in 0..R {
+                // SAFETY: one 4-wide vector from 4 lanes.
+                registers[r][j] = unsafe { _mm256_loadu_pd(acc[r * stride + j].as_ptr()) };
+            }
+        }
+        let mut l = range.start;
+        while l < range.end {
+            // SAFETY: l + 4 <= range.end, within every row and rhs (asserted above).
+            unsafe {
+                let mut k = [_mm256_setzero_pd(); ROWS];
+                for r in 0..ROWS {
+                    k[r] = _mm256_loadu_pd(rows[r].as_ptr().add(l));
+                }
+                for j in 0..R {
+                    let x = _mm256_loadu_pd(rhs[j].as_ptr().add(l));
+                    for r in 0..ROWS {
+                        registers[r][j] = _mm256_fmadd_pd(k[r], x, registers[r][j]);
+                    }
+                }
+            }
+            l += 4;
+        }
+        for r in 0..ROWS {
+            for j in 0..R {
+                // SAFETY: one 4-wide vector into 4 lanes.
+                unsafe { _mm256_storeu_pd(acc[r * stride + j].as_mut_ptr(), registers[r][j]) };
+            }
+        }
+    }
+
+    /// One 8-wide f32 accumulator per output (see [`tile_f64`]).
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn tile_f32<const ROWS: usize, const R: usize>(
+        rows: [&[f32]; ROWS],
+        rhs: [&[f32]; R],
+        range: std::ops::Range<usize>,
+        acc: &mut [[f32; 8]],
+        stride: usize,
+    ) {
+        assert!(rows.iter().all(|row| row.len() >= range.end));
+        assert!(rhs.iter().all(|x| x.len() >= range.end));
+        assert!(acc.len() >= (ROWS - 1) * stride + R);
+        debug_assert_eq!(range.len() % 8, 0);
+        let mut registers = [[_mm256_setzero_ps(); R]; ROWS];
+        for r in 0..ROWS {
+            for j in 0..R {
+                // SAFETY: one 8-wide vector from 8 lanes.
+                registers[r][j] = unsafe { _mm256_loadu_ps(acc[r * stride + j].as_ptr()) };
+            }
+        }
+        let mut l = range.start;
+        while l < range.end {
+            // SAFETY: l + 8 <= range.end, within every row and rhs (asserted above).
+            unsafe {
+                let mut k = [_mm256_setzero_ps(); ROWS];
+                for r in 0..ROWS {
+                    k[r] = _mm256_loadu_ps(rows[r].as_ptr().add(l));
+                }
+                for j in 0..R {
+                    let x = _mm256_loadu_ps(rhs[j].as_ptr().add(l));
+                    for r in 0..ROWS {
+                        registers[r][j] = _mm256_fmadd_ps(k[r], x, registers[r][j]);
+                    }
+                }
+            }
+            l += 8;
+        }
+        for r in 0..ROWS {
+            for j in 0..R {
+                // SAFETY: one 8-wide vector into 8 lanes.
+                unsafe { _mm256_storeu_ps(acc[r * stride + j].as_mut_ptr(), registers[r][j]) };
+            }
+        }
+    }
 
     /// Eight f64 partial sums per right-hand side in two 4-wide registers.
     #[target_feature(enable = "avx2,fma")]
@@ -175,94 +354,237 @@ mod simd {
     }
 }
 
+/// Rows of `K` per register tile: each right-hand-side element loaded feeds this many FMAs.
+/// Rows of `K` per parallel task: large enough to amortise scheduling, small enough to
+/// balance two threads on a shared machine.
+const ROWS_PER_TASK: usize = 32;
+
+/// Columns of `K` that a pass multiplies together: runs whose lengths are multiples of
+/// the SIMD width (for the register tiles), and the columns left over, summed last in
+/// ascending order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColumnGroup {
+    runs: Vec<std::ops::Range<usize>>,
+    rest: Vec<usize>,
+}
+
+impl ColumnGroup {
+    /// Every column of an `m×m` kernel.
+    pub fn all<F: Real>(m: usize) -> Self {
+        Self::of_runs::<F>(std::iter::once(0..m))
+    }
+
+    /// The columns where `labels` equals `class`, as maximal runs.
+    pub fn of_class<F: Real>(labels: &[bool], class: bool) -> Self {
+        let mut runs = Vec::new();
+        let mut start = None;
+        for (i, &label) in labels.iter().chain(std::iter::once(&!class)).enumerate() {
+            match (label == class, start) {
+                (true, None) => start = Some(i),
+                (false, Some(s)) => {
+                    runs.push(s..i);
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+        Self::of_runs::<F>(runs.into_iter())
+    }
+
+    fn of_runs<F: Real>(runs: impl Iterator<Item = std::ops::Range<usize>>) -> Self {
+        let mut group = ColumnGroup {
+            runs: Vec::new(),
+            rest: Vec::new(),
+        };
+        for run in runs {
+            let body_end = run.end - run.len() % F::WIDTH;
+            if body_end > run.start {
+                group.runs.push(run.start..body_end);
+            }
+            group.rest.extend(body_end..run.end);
+        }
+        group
+    }
+
+    /// Number of maximal runs of equal labels: a pass split by class pays a little per run.
+    pub fn count_runs(labels: &[bool]) -> usize {
+        1 + labels.windows(2).filter(|pair| pair[0] != pair[1]).count()
+    }
+}
+
 /// `K · x_j` for every right-hand side, with `K` row-major `m×m`; one pass over `K`.
-///
-/// Returns the products, one vector per right-hand side.
-pub(crate) fn multiply<F: Real>(
+/// Returns one vector per right-hand side.
+pub fn multiply<F: Real>(
     pool: &rayon::ThreadPool,
     kernel: &[F],
     m: usize,
     rhs: &[&[F]],
 ) -> Vec<Vec<F>> {
-    let r = rhs.len();
-    if r == 0 {
-        return Vec::new();
-    }
+    let mut by_group = multiply_groups(pool, kernel, m, rhs, &[ColumnGroup::all::<F>(m)]);
+    by_group.pop().unwrap_or_default()
+}
+
+/// `K[:, g] · x_j[g]` for every column group `g` and right-hand side `x_j`, in one pass
+/// over `K`: `out[g][j]`. With the two classes as groups, `K x` and `K D x` for a
+/// class-constant diagonal `D` come from one multiply-add per kernel element when the
+/// classes are contiguous, where `[x, Dx]` would take two.
+///
+/// Rows go by fixed blocks to the threads and by register tiles to the FMA units (4 rows
+/// × up to 2 right-hand sides, or 3 rows × up to 4 for wide passes such as a fused stage):
+/// the tile's accumulators stay in registers while its rows stream from memory. Every
+/// output is summed in one order whatever the number of threads or the tile shapes.
+pub fn multiply_groups<F: Real>(
+    pool: &rayon::ThreadPool,
+    kernel: &[F],
+    m: usize,
+    rhs: &[&[F]],
+    groups: &[ColumnGroup],
+) -> Vec<Vec<Vec<F>>> {
     debug_assert!(rhs.iter().all(|x| x.len() == m));
     debug_assert_eq!(kernel.len(), m * m);
-    if r >= GEMM_MIN_RHS {
-        return multiply_gemm(pool, kernel, m, rhs);
+    products(pool, m, |i| &kernel[i * m..(i + 1) * m], rhs, groups)
+}
+
+/// `vectors[r]·x_s` for every vector and right-hand side, by the register tiles of the
+/// passes (so in a fixed order): `out[s][r]`.
+pub fn dot_products<F: Real>(
+    pool: &rayon::ThreadPool,
+    vectors: &[Vec<F>],
+    rhs: &[&[F]],
+) -> Vec<Vec<F>> {
+    if vectors.is_empty() {
+        return vec![Vec::new(); rhs.len()];
     }
-    // Row-major output (m × r) so that each task owns a contiguous slice.
-    let mut out = vec![F::zero(); m * r];
+    let columns = ColumnGroup::all::<F>(vectors[0].len());
+    let by_group = products(pool, vectors.len(), |r| &vectors[r], rhs, &[columns]);
+    by_group.into_iter().next().unwrap_or_default()
+}
+
+/// `row(i)[g]·x_j[g]` for `i < n_rows`: `out[g][j][i]`.
+fn products<'a, F: Real>(
+    pool: &rayon::ThreadPool,
+    n_rows: usize,
+    row: impl Fn(usize) -> &'a [F] + Sync,
+    rhs: &[&[F]],
+    groups: &[ColumnGroup],
+) -> Vec<Vec<Vec<F>>> {
+    if rhs.is_empty() || groups.is_empty() {
+        return vec![Vec::new(); groups.len()];
+    }
+    if rhs.len() <= 2 {
+        products_tiled::<F, 4>(pool, n_rows, row, rhs, groups)
+    } else {
+        products_tiled::<F, 3>(pool, n_rows, row, rhs, groups)
+    }
+}
+
+fn products_tiled<'a, F: Real, const TILE_ROWS: usize>(
+    pool: &rayon::ThreadPool,
+    m: usize,
+    row: impl Fn(usize) -> &'a [F] + Sync,
+    rhs: &[&[F]],
+    groups: &[ColumnGroup],
+) -> Vec<Vec<Vec<F>>> {
+    let r = rhs.len();
+    let width = groups.len() * r; // outputs per row, ordered (group, right-hand side)
+                                  // Row-major output (m × width) so that each task owns a contiguous slice.
+    let mut out = vec![F::zero(); m * width];
     pool.install(|| {
-        out.par_chunks_mut(ROWS_PER_TASK * r)
+        out.par_chunks_mut(ROWS_PER_TASK * width)
             .enumerate()
             .for_each(|(task, out_rows)| {
                 let first_row = task * ROWS_PER_TASK;
-                for (offset, out_row) in out_rows.chunks_exact_mut(r).enumerate() {
-                    let i = first_row + offset;
-                    let row = &kernel[i * m..(i + 1) * m];
-                    let mut j = 0;
-                    while j + 4 <= r {
-                        let d = dots(row, [rhs[j], rhs[j + 1], rhs[j + 2], rhs[j + 3]]);
-                        out_row[j..j + 4].copy_from_slice(&d);
-                        j += 4;
+                let rows_here = out_rows.len() / width;
+                let row = |o: usize| row(first_row + o);
+                let mut acc = vec![F::zero_lanes(); rows_here * width];
+                let mut accumulate = |first: usize, rows: &[&[F]]| {
+                    for (g, group) in groups.iter().enumerate() {
+                        for run in &group.runs {
+                            let acc = &mut acc[first * width + g * r..];
+                            match *rows {
+                                [a, b, c, d] => accumulate_rows([a, b, c, d], rhs, run, acc, width),
+                                [a, b, c] => accumulate_rows([a, b, c], rhs, run, acc, width),
+                                [a] => accumulate_rows([a], rhs, run, acc, width),
+                                _ => unreachable!("tiles have 4, 3 or 1 rows"),
+                            }
+                        }
                     }
-                    while j + 2 <= r {
-                        let d = dots(row, [rhs[j], rhs[j + 1]]);
-                        out_row[j..j + 2].copy_from_slice(&d);
-                        j += 2;
-                    }
-                    if j < r {
-                        out_row[j] = dots(row, [rhs[j]])[0];
+                };
+                let mut o = 0;
+                while o + TILE_ROWS <= rows_here {
+                    let rows: [&[F]; TILE_ROWS] = std::array::from_fn(|t| row(o + t));
+                    accumulate(o, &rows);
+                    o += TILE_ROWS;
+                }
+                for o in o..rows_here {
+                    accumulate(o, &[row(o)]);
+                }
+                // Lanes first, then the columns left over, in ascending order.
+                for (o, (out_row, lanes)) in out_rows
+                    .chunks_exact_mut(width)
+                    .zip(acc.chunks_exact(width))
+                    .enumerate()
+                {
+                    let kernel_row = row(o);
+                    let outputs = out_row.iter_mut().zip(lanes);
+                    let columns = groups.iter().flat_map(|g| rhs.iter().map(move |x| (g, x)));
+                    for ((value, &lanes), (group, x)) in outputs.zip(columns) {
+                        *value = F::reduce(lanes);
+                        for &l in &group.rest {
+                            *value = kernel_row[l].mul_add(x[l], *value);
+                        }
                     }
                 }
             });
     });
-    (0..r)
-        .map(|j| (0..m).map(|i| out[i * r + j]).collect())
+    (0..groups.len())
+        .map(|g| {
+            (0..r)
+                .map(|j| (0..m).map(|i| out[i * width + g * r + j]).collect())
+                .collect()
+        })
         .collect()
 }
 
-/// From this many right-hand sides on (a fused stage), a pass is compute-bound: a
-/// register-blocked GEMM (matrixmultiply, through ndarray) beats the row dots, which
-/// would stream every right-hand side from L2 for each row.
-const GEMM_MIN_RHS: usize = 6;
-/// Rows per GEMM task. Blocks are fixed, and each is one sequential GEMM, so the result
-/// does not depend on the number of threads.
-const GEMM_ROWS: usize = 128;
-
-fn multiply_gemm<F: Real>(
-    pool: &rayon::ThreadPool,
-    kernel: &[F],
-    m: usize,
+/// `acc[o·stride + j] += rows[o][run]·rhs[j][run]` for every right-hand side, by tiles
+/// of up to four.
+fn accumulate_rows<F: Real, const ROWS: usize>(
+    rows: [&[F]; ROWS],
     rhs: &[&[F]],
-) -> Vec<Vec<F>> {
+    run: &std::ops::Range<usize>,
+    acc: &mut [F::Lanes],
+    stride: usize,
+) {
     let r = rhs.len();
-    let mut stacked = Vec::with_capacity(m * r);
-    for x in rhs {
-        stacked.extend_from_slice(x);
+    let mut j = 0;
+    while j < r {
+        let acc = &mut acc[j..];
+        let run = run.clone();
+        j += match r - j {
+            1 => {
+                F::tile(rows, [rhs[j]], run, acc, stride);
+                1
+            }
+            2 => {
+                F::tile(rows, [rhs[j], rhs[j + 1]], run, acc, stride);
+                2
+            }
+            3 => {
+                F::tile(rows, [rhs[j], rhs[j + 1], rhs[j + 2]], run, acc, stride);
+                3
+            }
+            _ => {
+                F::tile(
+                    rows,
+                    [rhs[j], rhs[j + 1], rhs[j + 2], rhs[j + 3]],
+                    run,
+                    acc,
+                    stride,
+                );
+                4
+            }
+        };
     }
-    // `stacked` is r×m row-major, i.e. the m×r right-hand side in column-major order.
-    let x = ArrayView2::from_shape((r, m), &stacked)
-        .expect("r·m values")
-        .reversed_axes();
-    let k = ArrayView2::from_shape((m, m), kernel).expect("m·m values");
-    let mut out = Array2::<F>::zeros((m, r));
-    pool.install(|| {
-        out.axis_chunks_iter_mut(Axis(0), GEMM_ROWS)
-            .into_par_iter()
-            .enumerate()
-            .for_each(|(b, mut block)| {
-                let rows = b * GEMM_ROWS..b * GEMM_ROWS + block.nrows();
-                general_mat_mul(F::one(), &k.slice(s![rows, ..]), &x, F::zero(), &mut block);
-            });
-    });
-    out.columns()
-        .into_iter()
-        .map(|column| column.to_vec())
-        .collect()
 }
 
 /// Per-row statistics of the initial kernel in one pass: `(Σ_{j∈+} K_ij, Σ_{j∈−} K_ij,
@@ -304,6 +626,53 @@ pub(crate) fn column_statistics<F: Real>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn grouped_products_are_the_sums_over_each_group_for_any_thread_count() {
+        for &m in &[5usize, 37, 130] {
+            let kernel: Vec<f64> = (0..m * m)
+                .map(|t| ((t * 7919) % 97) as f64 / 97.0)
+                .collect();
+            let labels: Vec<bool> = (0..m).map(|i| (i / 9) % 3 == 0).collect();
+            let groups = [
+                ColumnGroup::of_class::<f64>(&labels, true),
+                ColumnGroup::of_class::<f64>(&labels, false),
+            ];
+            let xs: Vec<Vec<f64>> = (0..6)
+                .map(|j| (0..m).map(|i| ((i + 5 * j) % 7) as f64 - 3.0).collect())
+                .collect();
+            for r in 1..=6 {
+                let rhs: Vec<&[f64]> = xs[..r].iter().map(Vec::as_slice).collect();
+                let one = multiply_groups(&pool(1), &kernel, m, &rhs, &groups);
+                let two = multiply_groups(&pool(2), &kernel, m, &rhs, &groups);
+                assert_eq!(one, two, "thread count changed the result");
+                for (g, class) in [true, false].into_iter().enumerate() {
+                    for j in 0..r {
+                        for i in 0..m {
+                            let naive: f64 = (0..m)
+                                .filter(|&l| labels[l] == class)
+                                .map(|l| kernel[i * m + l] * xs[j][l])
+                                .sum();
+                            assert!((one[g][j][i] - naive).abs() <= 1e-9 * (1.0 + naive.abs()));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn dot_products_match_naive_dots() {
+        let vectors: Vec<Vec<f32>> = (0..9)
+            .map(|r| (0..45).map(|i| ((i * r) % 5) as f32 - 2.0).collect())
+            .collect();
+        let x: Vec<f32> = (0..45).map(|i| (i % 3) as f32).collect();
+        let out = dot_products(&pool(2), &vectors, &[&x]);
+        for (r, v) in vectors.iter().enumerate() {
+            let naive: f32 = v.iter().zip(&x).map(|(a, b)| a * b).sum();
+            assert_eq!(out[0][r], naive);
+        }
+    }
 
     fn pool(threads: usize) -> rayon::ThreadPool {
         rayon::ThreadPoolBuilder::new()

@@ -320,6 +320,25 @@ def test_random_criterion_reproducible(moons):
     assert_array_equal(seeded.support_, first.support_)
 
 
+def test_random_criterion_follows_a_seeded_order_of_the_callers_samples(moons):
+    # fit orders its kernel by class; the random priority stays one over the caller's rows.
+    X, y = moons
+    model = GreedyKFDA(k=12, criterion="random", deflation="projection", random_state=3).fit(X, y)
+    expected = np.random.RandomState(3).permutation(len(X))[:12]
+    assert_array_equal(model.support_, expected)
+    assert_allclose(model.support_vectors_, X[expected])
+
+
+def test_class_ordering_inside_fit_does_not_show(moons):
+    # The same samples in another order give the same bases, as the caller's indices.
+    X, y = moons
+    shuffle = np.random.default_rng(0).permutation(len(X))
+    a = GreedyKFDA(k=20, gamma=1.5).fit(X, y)
+    b = GreedyKFDA(k=20, gamma=1.5).fit(X[shuffle], y[shuffle])
+    assert_array_equal(shuffle[b.support_], a.support_)
+    assert_allclose(b.decision_function(X), a.decision_function(X), rtol=1e-6, atol=1e-9)
+
+
 def test_grid_search_in_pipeline(moons):
     X, y = moons
     pipeline = make_pipeline(StandardScaler(), GreedyKFDA())

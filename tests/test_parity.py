@@ -10,11 +10,14 @@ from gkfda import _core, reference
 SCORED_CRITERIA = [c for c in gkfda.CRITERIA if c != "random"]
 
 
-def problem(seed, m=120, d=4, kernel="rbf", balance=0.5):
+def problem(seed, m=120, d=4, kernel="rbf", balance=0.5, class_sorted=False):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(m, d))
     score = X[:, 0] + np.sin(2 * X[:, 1]) + 0.4 * rng.normal(size=m)
     y = np.where(score > np.quantile(score, 1 - balance), 1, -1)
+    if class_sorted:  # as GreedyKFDA.fit orders its kernel: the engine's passes split by class
+        order = np.argsort(-y, kind="stable")
+        X, y = X[order], y[order]
     if kernel == "rbf":
         K = _core.kernel_matrix(X, kernel="rbf", gamma=0.3)
     else:
@@ -26,6 +29,8 @@ PROBLEMS = {
     "rbf-balanced": (0, {}),
     "rbf-unbalanced": (1, {"balance": 0.25, "m": 97}),
     "poly": (2, {"kernel": "poly", "m": 81, "d": 8}),  # feature space of dimension 45 > k
+    "rbf-class-sorted": (3, {"m": 150, "class_sorted": True}),
+    "rbf-class-sorted-unbalanced": (4, {"m": 203, "balance": 0.3, "class_sorted": True}),
 }
 
 

@@ -253,10 +253,20 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
             self._gamma = _default_gamma(X)
         else:
             self._gamma = 1.0  # not used by the linear, precomputed and callable kernels
-        K = self._training_kernel(X, dtype, threads)
+        # The kernel is built with the training set ordered by class: the engine's passes
+        # then split each kernel row by class and meet each element once for `K x` and
+        # `K D x` together, where interleaved classes take two multiply-adds. Indices are
+        # mapped back to the caller's order, so nothing outside this method sees it.
+        # (A precomputed kernel is used as given: reordering it would copy it.)
+        if self.kernel == "precomputed":
+            by_class = np.arange(m)
+        else:
+            by_class = np.argsort(y_index, kind="stable")
+        K = self._training_kernel(X if self.kernel == "precomputed" else X[by_class], dtype, threads)
+        y_sorted = y_index[by_class]
         binary = len(self.classes_) == 2
-        targets = [y_index == 1] if binary else [y_index == c for c in range(len(self.classes_))]
-        self._models = [self._fit_one(K, positive, k, rng, threads) for positive in targets]
+        targets = [y_sorted == 1] if binary else [y_sorted == c for c in range(len(self.classes_))]
+        self._models = [self._fit_one(K, positive, k, rng, threads, by_class) for positive in targets]
         self._fitted_k = k
         union = np.unique(np.concatenate([model.support for model in self._models]))
         # Keep only the training points the models need, indexed by training index.
@@ -266,8 +276,14 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         self._set_public_attributes()
         return self
 
-    def _fit_one(self, K, positive, k, rng, threads) -> BinaryModel:
-        order = rng.permutation(K.shape[0]).astype(np.int64) if self.criterion == "random" else None
+    def _fit_one(self, K, positive, k, rng, threads, by_class) -> BinaryModel:
+        """One binary problem on ``K``, whose row ``i`` is training sample ``by_class[i]``."""
+        order = None
+        if self.criterion == "random":
+            # A random priority over training samples, whatever the kernel's row order.
+            position = np.empty_like(by_class)
+            position[by_class] = np.arange(len(by_class))
+            order = position[rng.permutation(K.shape[0])].astype(np.int64)
         try:
             support, stopped_early, passes = _core.greedy_select(
                 K,
@@ -287,7 +303,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
             K[:, support],
             K[np.ix_(support, support)],
             positive,
-            support,
+            by_class[support],
             float(self.reg),
             stopped_early,
             passes,

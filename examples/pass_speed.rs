@@ -1,0 +1,62 @@
+//! Time of one pass over an m×m kernel (`passes::multiply`) for several numbers of
+//! right-hand sides: `cargo run --release --example pass_speed -- 4000 2` (m, threads).
+
+use gkfda::passes::{multiply, multiply_groups, ColumnGroup};
+use std::time::Instant;
+
+fn median_ms(mut run: impl FnMut()) -> f64 {
+    let mut times: Vec<f64> = (0..21)
+        .map(|_| {
+            let start = Instant::now();
+            run();
+            start.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let m: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(4000);
+    let threads: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(2);
+    let kernel: Vec<f64> = (0..m * m)
+        .map(|t| ((t * 7919) % 97) as f64 / 97.0)
+        .collect();
+    let vectors: Vec<Vec<f64>> = (0..20)
+        .map(|j| (0..m).map(|i| ((i + j) % 13) as f64).collect())
+        .collect();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("thread pool");
+    let gigabytes = (m * m * 8) as f64 / 1e9;
+    for r in [1, 2, 4, 20] {
+        let rhs: Vec<&[f64]> = vectors[..r].iter().map(Vec::as_slice).collect();
+        let ms = median_ms(|| {
+            std::hint::black_box(multiply(&pool, &kernel, m, &rhs));
+        });
+        println!(
+            "{r:>2} right-hand sides: {ms:.2} ms per pass ({:.1} GB/s of K)",
+            gigabytes / ms * 1e3
+        );
+    }
+    // `K x` and `K D x` for S vectors with the classes contiguous (as `GreedyKFDA.fit` builds
+    // its kernel): one multiply-add per kernel element and vector.
+    let labels: Vec<bool> = (0..m).map(|i| i < m / 2).collect();
+    let groups = [
+        ColumnGroup::of_class::<f64>(&labels, true),
+        ColumnGroup::of_class::<f64>(&labels, false),
+    ];
+    for s in [1, 10] {
+        let rhs: Vec<&[f64]> = vectors[..s].iter().map(Vec::as_slice).collect();
+        let ms = median_ms(|| {
+            std::hint::black_box(multiply_groups(&pool, &kernel, m, &rhs, &groups));
+        });
+        println!(
+            "{s:>2} vectors split by class (= {} right-hand sides): {ms:.2} ms per pass ({:.1} GB/s of K)",
+            2 * s,
+            gigabytes / ms * 1e3
+        );
+    }
+}
