@@ -376,9 +376,18 @@ impl<'a, F: Real> Engine<'a, F> {
         }
         let combine = |(chunk_index, mut pieces): (usize, Vec<&mut [F]>)| {
             let start = chunk_index * COMBINE_CHUNK;
-            for (r, vector) in vectors.iter().enumerate() {
-                for (piece, c) in pieces.iter_mut().zip(coefficients) {
-                    axpy(piece, -c[r], &vector[start..start + piece.len()]);
+            for (piece, c) in pieces.iter_mut().zip(coefficients) {
+                let rows = start..start + piece.len();
+                let mut r = 0;
+                // Four terms per sweep of the piece, then the rest one by one.
+                while r + 4 <= vectors.len() {
+                    let terms: [&[F]; 4] = std::array::from_fn(|q| &vectors[r + q][rows.clone()]);
+                    let factors: [F; 4] = std::array::from_fn(|q| c[r + q]);
+                    F::subtract_terms(piece, terms, factors);
+                    r += 4;
+                }
+                for r in r..vectors.len() {
+                    F::subtract_terms(piece, [&vectors[r][rows.clone()]], [c[r]]);
                 }
             }
         };

@@ -46,6 +46,13 @@ pub trait Dots: Sized {
         acc: &mut [Self::Lanes],
         stride: usize,
     );
+    /// `out[l] −= Σ_r coefficients[r] · vectors[r][l]`, one fused multiply-add per term in
+    /// the order of `r`: a combination of deflation terms streams `R` of them at once.
+    fn subtract_terms<const R: usize>(
+        out: &mut [Self],
+        vectors: [&[Self]; R],
+        coefficients: [Self; R],
+    );
 }
 
 impl Dots for f64 {
@@ -84,6 +91,20 @@ impl Dots for f64 {
             return unsafe { simd::tile_f64(rows, rhs, range, acc, stride) };
         }
         portable_tile(rows, rhs, range, acc, stride)
+    }
+
+    #[inline]
+    fn subtract_terms<const R: usize>(
+        out: &mut [f64],
+        vectors: [&[f64]; R],
+        coefficients: [f64; R],
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        if has_fma() {
+            // SAFETY: AVX2 and FMA are available (checked just above).
+            return unsafe { simd::subtract_terms_f64(out, vectors, coefficients) };
+        }
+        portable_subtract_terms(out, vectors, coefficients)
     }
 }
 
@@ -124,6 +145,20 @@ impl Dots for f32 {
         }
         portable_tile(rows, rhs, range, acc, stride)
     }
+
+    #[inline]
+    fn subtract_terms<const R: usize>(
+        out: &mut [f32],
+        vectors: [&[f32]; R],
+        coefficients: [f32; R],
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        if has_fma() {
+            // SAFETY: AVX2 and FMA are available (checked just above).
+            return unsafe { simd::subtract_terms_f32(out, vectors, coefficients) };
+        }
+        portable_subtract_terms(out, vectors, coefficients)
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -162,6 +197,18 @@ fn portable_tile<F: Real, const ROWS: usize, const R: usize, const W: usize>(
     }
 }
 
+fn portable_subtract_terms<F: Real, const R: usize>(
+    out: &mut [F],
+    vectors: [&[F]; R],
+    coefficients: [F; R],
+) {
+    for (l, value) in out.iter_mut().enumerate() {
+        for (vector, &c) in vectors.iter().zip(&coefficients) {
+            *value = (-c).mul_add(vector[l], *value);
+        }
+    }
+}
+
 fn portable_dots<F: Real, const R: usize>(row: &[F], rhs: [&[F]; R]) -> [F; R] {
     let n = row.len();
     let body = n - n % LANES;
@@ -192,6 +239,74 @@ fn portable_dots<F: Real, const R: usize>(row: &[F], rhs: [&[F]; R]) -> [F; R] {
 mod simd {
     use super::{reduce_lanes, LANES};
     use std::arch::x86_64::*;
+
+    /// [`super::Dots::subtract_terms`] with 4-wide fused negated multiply-adds.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn subtract_terms_f64<const R: usize>(
+        out: &mut [f64],
+        vectors: [&[f64]; R],
+        coefficients: [f64; R],
+    ) {
+        let n = out.len();
+        assert!(vectors.iter().all(|v| v.len() >= n));
+        let body = n - n % 4;
+        let broadcast: [__m256d; R] = std::array::from_fn(|r| _mm256_set1_pd(coefficients[r]));
+        let mut l = 0;
+        while l < body {
+            // SAFETY: l + 4 <= n, within `out` and every vector (asserted above).
+            unsafe {
+                let mut value = _mm256_loadu_pd(out.as_ptr().add(l));
+                for r in 0..R {
+                    value = _mm256_fnmadd_pd(
+                        broadcast[r],
+                        _mm256_loadu_pd(vectors[r].as_ptr().add(l)),
+                        value,
+                    );
+                }
+                _mm256_storeu_pd(out.as_mut_ptr().add(l), value);
+            }
+            l += 4;
+        }
+        for l in body..n {
+            for r in 0..R {
+                out[l] = (-coefficients[r]).mul_add(vectors[r][l], out[l]);
+            }
+        }
+    }
+
+    /// [`super::Dots::subtract_terms`] with 8-wide fused negated multiply-adds.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn subtract_terms_f32<const R: usize>(
+        out: &mut [f32],
+        vectors: [&[f32]; R],
+        coefficients: [f32; R],
+    ) {
+        let n = out.len();
+        assert!(vectors.iter().all(|v| v.len() >= n));
+        let body = n - n % 8;
+        let broadcast: [__m256; R] = std::array::from_fn(|r| _mm256_set1_ps(coefficients[r]));
+        let mut l = 0;
+        while l < body {
+            // SAFETY: l + 8 <= n, within `out` and every vector (asserted above).
+            unsafe {
+                let mut value = _mm256_loadu_ps(out.as_ptr().add(l));
+                for r in 0..R {
+                    value = _mm256_fnmadd_ps(
+                        broadcast[r],
+                        _mm256_loadu_ps(vectors[r].as_ptr().add(l)),
+                        value,
+                    );
+                }
+                _mm256_storeu_ps(out.as_mut_ptr().add(l), value);
+            }
+            l += 8;
+        }
+        for l in body..n {
+            for r in 0..R {
+                out[l] = (-coefficients[r]).mul_add(vectors[r][l], out[l]);
+            }
+        }
+    }
 
     /// One 4-wide f64 accumulator per output; each loaded row element feeds `R` FMAs and
     /// each right-hand side element `ROWS`, so a 4×3 tile makes 12 FMAs per 7 loads.
