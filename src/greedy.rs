@@ -205,18 +205,35 @@ pub fn random_order(m: usize, seed: u64) -> Vec<usize> {
     order
 }
 
-/// A vector carried with its products `K_0 x` and `K_0 D x`, so that combinations of
-/// tracked vectors need no further read of `K_0`.
+/// A vector carried with its products `K_0 x` and `K_0 D x`, and with its products
+/// with the stage-start deflation terms (`U_0'x`, `U_0'Dx` and, for hotelling, `V_0'x`,
+/// one after the other), so that combinations of tracked vectors need no further read of
+/// `K_0`, `U_0` or `V_0`. A part is empty when not tracked.
 #[derive(Clone)]
 struct Tracked<F> {
     x: Vec<F>,
     k0x: Vec<F>,
     k0dx: Vec<F>,
+    stage_start: Vec<F>,
 }
 
 impl<F: Real> Tracked<F> {
+    fn untracked(x: Vec<F>) -> Self {
+        Tracked {
+            x,
+            k0x: Vec::new(),
+            k0dx: Vec::new(),
+            stage_start: Vec::new(),
+        }
+    }
+
     fn scale(&mut self, factor: F) {
-        for part in [&mut self.x, &mut self.k0x, &mut self.k0dx] {
+        for part in [
+            &mut self.x,
+            &mut self.k0x,
+            &mut self.k0dx,
+            &mut self.stage_start,
+        ] {
             part.iter_mut().for_each(|v| *v = *v * factor);
         }
     }
@@ -226,10 +243,26 @@ impl<F: Real> Tracked<F> {
         axpy(&mut self.x, factor, &other.x);
         axpy(&mut self.k0x, factor, &other.k0x);
         axpy(&mut self.k0dx, factor, &other.k0dx);
+        axpy(&mut self.stage_start, factor, &other.stage_start);
     }
 }
 
-/// Lane-parallel dot product (an iterator `sum` would be sequential and scalar).
+/// A pick of a hotelling/projection stage whose term `u v'` (`u = λx`, with `λ = 1` for
+/// projection) waits for the stage's one sweep over `V_0`. `U_0`, `V_0` are the terms
+/// from before the stage.
+struct StageTerm<F> {
+    /// The pick's direction `x`, with its products.
+    direction: Tracked<F>,
+    /// `U_0'x` and `U_0'Dx`.
+    start_x: Vec<F>,
+    start_dx: Vec<F>,
+    /// `u_q'x` and `u_q'Dx` for the stage's earlier terms `q`.
+    earlier_x: Vec<F>,
+    earlier_dx: Vec<F>,
+    /// `λ = x'K_t x` for hotelling, 1 for projection.
+    lambda: F,
+}
+
 /// Earlier directions, each part in its own list so that a combination streams one list.
 struct Directions<F> {
     x: Vec<Vec<F>>,
@@ -257,6 +290,7 @@ impl<F: Clone> Directions<F> {
     }
 }
 
+/// Lane-parallel dot product (an iterator `sum` would be sequential and scalar).
 fn dot<F: Real>(a: &[F], b: &[F]) -> F {
     passes::dots(a, [b])[0]
 }
@@ -360,11 +394,11 @@ impl<'a, F: Real> Engine<'a, F> {
     /// `outs[s] −= Σ_r coefficients[s][r] vectors[r]` for every `s`, in one sweep over
     /// `vectors` by chunks of rows (each element sums its terms in the order of `r`,
     /// whatever the thread count).
-    fn subtract_combinations(
+    fn subtract_combinations<C: AsRef<[F]> + Sync>(
         &self,
         outs: &mut [Vec<F>],
         vectors: &[Vec<F>],
-        coefficients: &[Vec<F>],
+        coefficients: &[C],
     ) {
         let work = vectors.len() * outs.len() * self.m;
         let n_chunks = self.m.div_ceil(COMBINE_CHUNK);
@@ -377,6 +411,7 @@ impl<'a, F: Real> Engine<'a, F> {
         let combine = |(chunk_index, mut pieces): (usize, Vec<&mut [F]>)| {
             let start = chunk_index * COMBINE_CHUNK;
             for (piece, c) in pieces.iter_mut().zip(coefficients) {
+                let c = c.as_ref();
                 let rows = start..start + piece.len();
                 let mut r = 0;
                 // Four terms per sweep of the piece, then the rest one by one.
@@ -413,13 +448,6 @@ impl<'a, F: Real> Engine<'a, F> {
 
     fn weighted_norm2(&self, x: &[F]) -> F {
         dot(&self.weighted(x), x)
-    }
-
-    /// Applies `K_{t+1} = K_t − u v'` to the statistics (`h = K_t' D u`) and records it.
-    fn deflate(&mut self, u: Vec<F>, v: Vec<F>, h: &[F]) {
-        self.update_statistics(&u, &v, h);
-        self.us.push(u);
-        self.vs.push(v);
     }
 
     /// The statistics of `K_t − u v'` from those of `K_t`, with `h = K_t' D u`.
@@ -602,6 +630,7 @@ impl<'a, F: Real> Engine<'a, F> {
             x: residual(&tau.x, &self.ortho.x),
             k0x: residual(&tau.k0x, &self.ortho.k0x),
             k0dx: residual(&tau.k0dx, &self.ortho.k0dx),
+            stage_start: Vec::new(), // earlier directions carry none: recomputed after
         };
         let norm2 = dot(&q.x, &q.x);
         if norm2.as_f64() <= tol {
@@ -612,7 +641,10 @@ impl<'a, F: Real> Engine<'a, F> {
         Some(q)
     }
 
-    /// One stage of the hotelling/projection families: one read of `K_0` for all picks.
+    /// One stage of the hotelling/projection families: one read of `K_0` for all its
+    /// picks, one sweep over `U_0` for their products with the stage-start terms (for the
+    /// `ortho-*` forms, whose Gram–Schmidt leaves the span of the stage's columns, one per
+    /// pick), and one sweep over `V_0` at the end for every pick's `v` and `h`.
     fn fused_stage(
         &mut self,
         picks: &[usize],
@@ -621,19 +653,31 @@ impl<'a, F: Real> Engine<'a, F> {
         tol: f64,
         chosen: &mut Vec<usize>,
     ) {
+        let hotelling = family == Family::Hotelling;
         let columns = self.columns(picks);
         let rhs: Vec<&[F]> = columns.iter().map(Vec::as_slice).collect();
         let (k0_columns, k0_weighted) = self.products_with_weighted(&rhs);
-        let mut stage_terms: Vec<(Tracked<F>, Vec<F>)> = Vec::new();
-        for (s, ((&i, x), (k0x, k0dx))) in picks
-            .iter()
-            .zip(columns)
-            .zip(k0_columns.into_iter().zip(k0_weighted))
-            .enumerate()
-        {
-            let mut column = Tracked { x, k0x, k0dx };
-            for (u, v) in &stage_terms {
-                column.add_scaled(-v[i], u);
+        let start_products = if ortho {
+            vec![Vec::new(); picks.len()]
+        } else {
+            self.stage_start_products(&rhs, hotelling)
+        };
+        let mut terms: Vec<StageTerm<F>> = Vec::new();
+        let parts = columns
+            .into_iter()
+            .zip(k0_columns)
+            .zip(k0_weighted)
+            .zip(start_products);
+        for (s, (&i, (((x, k0x), k0dx), stage_start))) in picks.iter().zip(parts).enumerate() {
+            // Column `i` of the kernel deflated by the stage's earlier terms `u_q v_q'`.
+            let mut column = Tracked {
+                x,
+                k0x,
+                k0dx,
+                stage_start,
+            };
+            for (term, v_at_i) in terms.iter().zip(self.stage_v_at(&terms, i, hotelling)) {
+                column.add_scaled(-(v_at_i * term.lambda), &term.direction);
             }
             if s > 0 && self.weighted_norm2(&column.x) <= self.threshold[i] {
                 continue;
@@ -642,28 +686,138 @@ impl<'a, F: Real> Engine<'a, F> {
                 continue;
             };
             chosen.push(i);
-            let dx = self.weighted(&x.x);
-            // `U'x` and `U'Dx` in one sweep over `U`; then `V` once for the products.
-            let u_coefficients = self.dots_with(&self.us, &[&x.x, &dx]);
-            let (u, v, h) = if family == Family::Hotelling {
-                // λ = x'K_t x = x'K_0 x − (U'x)·(V'x)
-                let v_coefficients = self.dots_with(&self.vs, &[&x.x]);
-                let lambda = dot(&x.x, &x.k0x) - dot(&u_coefficients[0], &v_coefficients[0]);
-                let mut h = vec![x.k0dx.clone()];
-                self.subtract_combinations(&mut h, &self.vs, &u_coefficients[1..]);
-                let h: Vec<F> = h[0].iter().map(|&h| lambda * h).collect();
-                let mut u = x.clone();
-                u.scale(lambda);
-                (u, x.x, h)
+            let term = self.stage_term(x, &terms, hotelling);
+            terms.push(term);
+        }
+        self.finish_stage(terms, hotelling);
+    }
+
+    /// `[U_0'x | U_0'Dx | V_0'x (hotelling)]` for each `x`: one sweep over `U_0` (and `V_0`).
+    fn stage_start_products(&self, xs: &[&[F]], hotelling: bool) -> Vec<Vec<F>> {
+        let weighted: Vec<Vec<F>> = xs.iter().map(|x| self.weighted(x)).collect();
+        let rhs: Vec<&[F]> = xs
+            .iter()
+            .copied()
+            .chain(weighted.iter().map(Vec::as_slice))
+            .collect();
+        let u_products = self.dots_with(&self.us, &rhs);
+        let v_products = if hotelling {
+            self.dots_with(&self.vs, xs)
+        } else {
+            vec![Vec::new(); xs.len()]
+        };
+        (0..xs.len())
+            .map(|s| {
+                [
+                    &u_products[s][..],
+                    &u_products[xs.len() + s],
+                    &v_products[s],
+                ]
+                .concat()
+            })
+            .collect()
+    }
+
+    /// `v_q[i]` for the stage's terms so far (`v_q = x_q` for hotelling; for projection
+    /// `v_q = K_0 x_q − V_0 (U_0'x_q) − Σ_{p<q} v_p (u_p'x_q)`, with the multiply-adds in
+    /// the order of [`Engine::finish_stage`], so the value is the one it will store).
+    fn stage_v_at(&self, terms: &[StageTerm<F>], i: usize, hotelling: bool) -> Vec<F> {
+        let mut values: Vec<F> = Vec::with_capacity(terms.len());
+        for term in terms {
+            let value = if hotelling {
+                term.direction.x[i]
             } else {
-                let mut products = vec![x.k0x.clone(), x.k0dx.clone()];
-                self.subtract_combinations(&mut products, &self.vs, &u_coefficients);
-                let h = products.pop().expect("two products");
-                let v = products.pop().expect("two products");
-                (x, v, h)
+                let mut value = term.direction.k0x[i];
+                for (v, &c) in self.vs.iter().zip(&term.start_x) {
+                    value = (-c).mul_add(v[i], value);
+                }
+                for (&v, &c) in values.iter().zip(&term.earlier_x) {
+                    value = (-c).mul_add(v, value);
+                }
+                value
             };
-            self.deflate(u.x.clone(), v.clone(), &h);
-            stage_terms.push((u, v));
+            values.push(value);
+        }
+        values
+    }
+
+    /// The pick of direction `x`: its products with every term before it, and `λ`.
+    fn stage_term(&self, x: Tracked<F>, earlier: &[StageTerm<F>], hotelling: bool) -> StageTerm<F> {
+        let t0 = self.us.len();
+        let dx = self.weighted(&x.x);
+        let start = if x.stage_start.is_empty() {
+            self.stage_start_products(&[&x.x], hotelling).remove(0)
+        } else {
+            x.stage_start.clone()
+        };
+        // u_q'x = λ_q (x_q'x), u_q'Dx = λ_q (x_q'Dx)
+        let earlier_x: Vec<F> = earlier
+            .iter()
+            .map(|q| q.lambda * dot(&q.direction.x, &x.x))
+            .collect();
+        let earlier_dx: Vec<F> = earlier
+            .iter()
+            .map(|q| q.lambda * dot(&q.direction.x, &dx))
+            .collect();
+        let lambda = if hotelling {
+            // λ = x'K_t x = x'K_0 x − (U'x)·(V'x), with V = [V_0, x_q of the stage]
+            let mut lambda = dot(&x.x, &x.k0x) - dot(&start[..t0], &start[2 * t0..]);
+            for (q, &u_x) in earlier.iter().zip(&earlier_x) {
+                lambda -= u_x * dot(&q.direction.x, &x.x);
+            }
+            lambda
+        } else {
+            F::one()
+        };
+        StageTerm {
+            direction: x,
+            start_x: start[..t0].to_vec(),
+            start_dx: start[t0..2 * t0].to_vec(),
+            earlier_x,
+            earlier_dx,
+            lambda,
+        }
+    }
+
+    /// The stage's `v = K_t'x` (projection) and `h = K_t'Du` in one sweep over `V_0`,
+    /// then their stage terms in order; then the statistics, pick by pick.
+    fn finish_stage(&mut self, terms: Vec<StageTerm<F>>, hotelling: bool) {
+        let n = terms.len();
+        let mut outs: Vec<Vec<F>> = Vec::with_capacity(2 * n);
+        let mut coefficients: Vec<&[F]> = Vec::with_capacity(2 * n);
+        if !hotelling {
+            for term in &terms {
+                outs.push(term.direction.k0x.clone());
+                coefficients.push(&term.start_x);
+            }
+        }
+        for term in &terms {
+            outs.push(term.direction.k0dx.clone());
+            coefficients.push(&term.start_dx);
+        }
+        self.subtract_combinations(&mut outs, &self.vs, &coefficients);
+        let mut hs = outs.split_off(outs.len() - n);
+        let mut vs = if hotelling {
+            terms.iter().map(|term| term.direction.x.clone()).collect()
+        } else {
+            outs
+        };
+        for (s, term) in terms.iter().enumerate() {
+            let (earlier, rest) = vs.split_at_mut(s);
+            if !hotelling {
+                self.subtract_combinations(&mut rest[..1], earlier, &[&term.earlier_x[..]]);
+            }
+            self.subtract_combinations(&mut hs[s..s + 1], earlier, &[&term.earlier_dx[..]]);
+        }
+        for ((term, v), h) in terms.into_iter().zip(vs).zip(hs) {
+            let mut u = term.direction.x;
+            if hotelling {
+                u.iter_mut().for_each(|value| *value = *value * term.lambda);
+            }
+            let h: Vec<F> = h.iter().map(|&h| term.lambda * h).collect();
+            self.update_statistics(&u, &v, &h);
+            self.us.push(u);
+            self.vs.push(v);
         }
     }
 
@@ -681,12 +835,7 @@ impl<'a, F: Real> Engine<'a, F> {
                 continue;
             }
             // Only `x` is needed here: the schur family takes no fused products.
-            let untracked = Tracked {
-                x: column,
-                k0x: Vec::new(),
-                k0dx: Vec::new(),
-            };
-            let Some(x) = self.direction(untracked, ortho, tol) else {
+            let Some(x) = self.direction(Tracked::untracked(column), ortho, tol) else {
                 continue;
             };
             chosen.push(i);
