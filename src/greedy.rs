@@ -290,6 +290,14 @@ impl<F: Clone> Directions<F> {
     }
 }
 
+/// `[x_1, …, x_n, Dx_1, …, Dx_n]` as one list of right-hand sides.
+fn stacked<'v, F>(xs: &[&'v [F]], weighted: &'v [Vec<F>]) -> Vec<&'v [F]> {
+    xs.iter()
+        .copied()
+        .chain(weighted.iter().map(Vec::as_slice))
+        .collect()
+}
+
 /// Lane-parallel dot product (an iterator `sum` would be sequential and scalar).
 fn dot<F: Real>(a: &[F], b: &[F]) -> F {
     passes::dots(a, [b])[0]
@@ -355,11 +363,7 @@ impl<'a, F: Real> Engine<'a, F> {
             return (plain.collect(), weighted.collect());
         }
         let weighted: Vec<Vec<F>> = xs.iter().map(|x| self.weighted(x)).collect();
-        let rhs: Vec<&[F]> = xs
-            .iter()
-            .copied()
-            .chain(weighted.iter().map(Vec::as_slice))
-            .collect();
+        let rhs = stacked(xs, &weighted);
         let mut products = passes::multiply(&self.pool, self.kernel, self.m, &rhs);
         let weighted = products.split_off(xs.len());
         (products, weighted)
@@ -695,11 +699,7 @@ impl<'a, F: Real> Engine<'a, F> {
     /// `[U_0'x | U_0'Dx | V_0'x (hotelling)]` for each `x`: one sweep over `U_0` (and `V_0`).
     fn stage_start_products(&self, xs: &[&[F]], hotelling: bool) -> Vec<Vec<F>> {
         let weighted: Vec<Vec<F>> = xs.iter().map(|x| self.weighted(x)).collect();
-        let rhs: Vec<&[F]> = xs
-            .iter()
-            .copied()
-            .chain(weighted.iter().map(Vec::as_slice))
-            .collect();
+        let rhs = stacked(xs, &weighted);
         let u_products = self.dots_with(&self.us, &rhs);
         let v_products = if hotelling {
             self.dots_with(&self.vs, xs)
