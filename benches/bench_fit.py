@@ -76,18 +76,21 @@ def section_floor(args):
     X, y = problem(args.m, args.d, np.float64)
     K = _core.kernel_matrix(X, kernel="rbf", gamma=1.0 / args.d, n_threads=args.threads)
     print(f"### Greedy fit against the floor and the reference (m={args.m}, k={args.k}, stages 1, float64)\n")
-    print("The floor k×T(gemv) is measured right before and after each row's runs (medians of 30 `K @ v`),")
-    print("so that a row's ratio compares like with like on a shared machine.\n")
+    print("Each of the runs of a row is paired with its own floor k×T(gemv), measured just before it")
+    print("(median of 15 `K @ v`); the ratio is the median of the paired ratios, so that drift of a")
+    print("shared machine between runs does not enter it.\n")
     print("| deflation | T(gemv) (ms) | greedy (ms) | × floor | reference (s) | speed-up over reference | same selection |")
     print("|---|---|---|---|---|---|---|")
     ok = True
     for deflation in args.deflations:
         indices = {}
-        before = gemv_time(K)
-        rust = median_time(lambda: indices.__setitem__("rust", select(K, y, args.k, deflation, 1, args.threads)),
-                           args.repeats)
-        gemv = (before + gemv_time(K)) / 2
-        floor = args.k * gemv
+        gemvs, fits = [], []
+        for _ in range(args.repeats):
+            gemvs.append(gemv_time(K, repeats=15))
+            fits.append(median_time(
+                lambda: indices.__setitem__("rust", select(K, y, args.k, deflation, 1, args.threads)), 1))
+        gemv, rust = statistics.median(gemvs), statistics.median(fits)
+        ratio = statistics.median(fit / (args.k * g) for fit, g in zip(fits, gemvs))
         ref = "—"
         speedup = "—"
         same = "—"
@@ -99,7 +102,7 @@ def section_floor(args):
             same = "yes" if np.array_equal(indices["rust"], indices["ref"]) else "NO"
             ok &= same == "yes"
             ref, speedup = f"{ref_time:.1f}", f"{ref_time / rust:.0f}×"
-        print(f"| {deflation} | {gemv * 1e3:.2f} | {rust * 1e3:.0f} | {rust / floor:.2f} | {ref} | {speedup} | {same} |")
+        print(f"| {deflation} | {gemv * 1e3:.2f} | {rust * 1e3:.0f} | {ratio:.2f} | {ref} | {speedup} | {same} |")
     return ok
 
 
@@ -110,9 +113,14 @@ def section_stages(args):
     print("| deflation | stages 1 (ms) | stages 10 (ms) | speed-up |")
     print("|---|---|---|---|")
     for deflation in args.deflations:
-        one = median_time(lambda: select(K, y, args.k, deflation, 1, args.threads), args.repeats)
-        ten = median_time(lambda: select(K, y, args.k, deflation, 10, args.threads), args.repeats)
-        print(f"| {deflation} | {one * 1e3:.0f} | {ten * 1e3:.0f} | {one / ten:.1f}× |")
+        # Paired runs, one after the other: the speed-up is the median of the paired ratios.
+        ones, tens = [], []
+        for _ in range(args.repeats):
+            ones.append(median_time(lambda: select(K, y, args.k, deflation, 1, args.threads), 1))
+            tens.append(median_time(lambda: select(K, y, args.k, deflation, 10, args.threads), 1))
+        speedup = statistics.median(one / ten for one, ten in zip(ones, tens))
+        print(f"| {deflation} | {statistics.median(ones) * 1e3:.0f} | {statistics.median(tens) * 1e3:.0f} | "
+              f"{speedup:.1f}× |")
     return True
 
 
@@ -125,15 +133,20 @@ def section_float32(args):
     print("|---|---|---|---|---|")
     for deflation in args.deflations:
         picks = {}
-        t64 = median_time(lambda: picks.__setitem__(64, select(K64, y, args.k, deflation, 1, args.threads)),
-                          args.repeats)
-        t32 = median_time(lambda: picks.__setitem__(32, select(K32, y, args.k, deflation, 1, args.threads)),
-                          args.repeats)
+        # Paired runs, one after the other: the speed-up is the median of the paired ratios.
+        times64, times32 = [], []
+        for _ in range(args.repeats):
+            times64.append(median_time(
+                lambda: picks.__setitem__(64, select(K64, y, args.k, deflation, 1, args.threads)), 1))
+            times32.append(median_time(
+                lambda: picks.__setitem__(32, select(K32, y, args.k, deflation, 1, args.threads)), 1))
+        t64, t32 = statistics.median(times64), statistics.median(times32)
+        speedup = statistics.median(a / b for a, b in zip(times64, times32))
         a, b = picks[64], picks[32]
         n = min(len(a), len(b))
         differ = np.flatnonzero(a[:n] != b[:n])
         agree = "all" if len(a) == len(b) and differ.size == 0 else f"no (pick {differ[0] + 1 if differ.size else n + 1})"
-        print(f"| {deflation} | {t64 * 1e3:.0f} | {t32 * 1e3:.0f} | {t64 / t32:.2f}× | {agree} |")
+        print(f"| {deflation} | {t64 * 1e3:.0f} | {t32 * 1e3:.0f} | {speedup:.2f}× | {agree} |")
     return True
 
 

@@ -438,14 +438,6 @@ impl<'a, F: Real> Engine<'a, F> {
         }
     }
 
-    /// `K_t' x = K_0 x − V (U'x)` for each `x`, from `K_0 x` (`K_0` is symmetric).
-    fn deflated_transposed(&self, xs: &[&[F]], k0xs: Vec<Vec<F>>) -> Vec<Vec<F>> {
-        let coefficients = self.dots_with(&self.us, xs);
-        let mut out = k0xs;
-        self.subtract_combinations(&mut out, &self.vs, &coefficients);
-        out
-    }
-
     fn weighted(&self, x: &[F]) -> Vec<F> {
         x.iter().zip(&self.weight).map(|(x, w)| *x * *w).collect()
     }
@@ -473,16 +465,27 @@ impl<'a, F: Real> Engine<'a, F> {
         }
     }
 
-    /// The deferred statistics update of the last recorded term, given `K_0 D u` for its
-    /// `u`: `h = K_t' D u` with `K_t` the kernel before that term.
-    fn update_statistics_for_last(&mut self, du: &[F], k0du: &[F]) {
-        let last = self.us.len() - 1;
-        let coefficients = self.dots_with(&self.us[..last], &[du]);
-        let mut h = vec![k0du.to_vec()];
-        self.subtract_combinations(&mut h, &self.vs[..last], &coefficients);
-        let h = h.pop().expect("one product");
-        let (u, v) = (self.us[last].clone(), self.vs[last].clone());
-        self.update_statistics(&u, &v, &h);
+    /// `K_t'x = K_0 x − V(U'x)` for each `x` in one pass, with one sweep over `U` and one
+    /// over `V`; when `last_is_du`, the last `x` is `D u` of the last term and its product
+    /// leaves that term out (it is the `h` of that term: `K_t` before it).
+    fn deflated_products(&mut self, xs: &[&[F]], last_is_du: bool) -> Vec<Vec<F>> {
+        let mut coefficients = self.dots_with(&self.us, xs);
+        if last_is_du {
+            if let Some(last) = coefficients.last_mut().and_then(|c| c.last_mut()) {
+                *last = F::zero(); // an exact no-op in the combination
+            }
+        }
+        let mut products = self.multiply(xs);
+        self.subtract_combinations(&mut products, &self.vs, &coefficients);
+        products
+    }
+
+    /// The deferred statistics update of the last recorded term, given its `h`.
+    fn update_statistics_for_last(&mut self, h: &[F]) {
+        let (u, v) = (self.us.last().cloned(), self.vs.last().cloned());
+        if let (Some(u), Some(v)) = (u, v) {
+            self.update_statistics(&u, &v, h);
+        }
     }
 }
 
@@ -654,10 +657,30 @@ impl<'a, F: Real> Engine<'a, F> {
         picks: &[usize],
         family: Family,
         ortho: bool,
+        one_per_stage: bool,
         tol: f64,
         chosen: &mut Vec<usize>,
     ) {
         let hotelling = family == Family::Hotelling;
+        if ortho && one_per_stage {
+            // A lone pick's direction is known before the pass, so the pass multiplies
+            // the direction itself and Gram–Schmidt need not carry products along.
+            let Some(x) =
+                self.direction(Tracked::untracked(self.columns(picks).remove(0)), true, tol)
+            else {
+                return;
+            };
+            let (mut k0x, mut k0dx) = self.products_with_weighted(&[&x.x]);
+            let x = Tracked {
+                k0x: k0x.remove(0),
+                k0dx: k0dx.remove(0),
+                ..x
+            };
+            chosen.push(picks[0]);
+            let term = self.stage_term(x, &[], hotelling);
+            self.finish_stage(vec![term], hotelling);
+            return;
+        }
         let columns = self.columns(picks);
         let rhs: Vec<&[F]> = columns.iter().map(Vec::as_slice).collect();
         let (k0_columns, k0_weighted) = self.products_with_weighted(&rhs);
@@ -839,34 +862,29 @@ impl<'a, F: Real> Engine<'a, F> {
                 continue;
             };
             chosen.push(i);
+            // One sweep over `U` for `U'x` and the last term's `U'Du`, one pass for
+            // `K_0 x` and `K_0 D u`, one sweep over `V` for `K_t'x` and the last `h`.
             let mut rhs: Vec<&[F]> = vec![&x.x];
             rhs.extend(pending.as_deref());
-            let mut products = self.multiply(&rhs).into_iter();
-            let k0x = products.next().expect("one product per right-hand side");
-            if let (Some(du), Some(k0du)) = (pending.take(), products.next()) {
-                self.update_statistics_for_last(&du, &k0du);
+            let mut products = self.deflated_products(&rhs, pending.is_some());
+            let v = products.remove(0);
+            if let Some(h) = products.pop() {
+                self.update_statistics_for_last(&h);
             }
-            // K_t x = K_0 x − U(V'x) and K_t'x = K_0 x − V(U'x)
-            let v_coefficients = self.dots_with(&self.vs, &[&x.x]);
-            let mut ktx = vec![k0x.clone()];
-            self.subtract_combinations(&mut ktx, &self.us, &v_coefficients);
-            let ktx = ktx.pop().expect("one product");
-            let lambda = dot(&x.x, &ktx);
+            pending = None;
+            let lambda = dot(&x.x, &v);
             if lambda <= F::zero() {
                 continue; // nothing left to deflate along x
             }
-            let v = self
-                .deflated_transposed(&[&x.x], vec![k0x])
-                .pop()
-                .expect("one product");
-            let u: Vec<F> = ktx.iter().map(|&value| value / lambda).collect();
+            // Schur deflation keeps K_t symmetric, so K_t x = K_t'x = v and u = v/λ.
+            let u: Vec<F> = v.iter().map(|&value| value / lambda).collect();
             pending = Some(self.weighted(&u));
             self.us.push(u);
             self.vs.push(v);
         }
         if let Some(du) = pending {
-            let k0du = self.multiply(&[&du]).remove(0);
-            self.update_statistics_for_last(&du, &k0du);
+            let h = self.deflated_products(&[&du], true).remove(0);
+            self.update_statistics_for_last(&h);
         }
     }
 }
@@ -987,7 +1005,7 @@ pub fn select<F: Real>(
         match family {
             Family::None => chosen.extend_from_slice(picks),
             Family::Hotelling | Family::Projection => {
-                engine.fused_stage(picks, family, ortho, tol, &mut chosen)
+                engine.fused_stage(picks, family, ortho, params.stages == 1, tol, &mut chosen)
             }
             Family::Schur => engine.schur_stage(picks, ortho, tol, &mut chosen),
         }
