@@ -159,7 +159,9 @@ fn select_typed<'py, F: Real + numpy::Element>(
 
 /// Greedy basis selection over a precomputed symmetric kernel (borrowed, not copied).
 ///
-/// Returns `(indices, stopped_early, kernel_passes)`.
+/// Returns `(indices, stopped_early, kernel_passes)`. When the classes of `positive` come in
+/// long runs (as `GreedyKFDA.fit` orders them), each pass splits the kernel's rows by class
+/// and does half the multiply-adds.
 #[pyfunction]
 #[pyo3(signature = (kernel, positive, k, *, criterion="optimal", deflation="schur", stages=1, random_order=None, seed=0, tol=None, n_threads=1))]
 #[allow(clippy::too_many_arguments)]

@@ -36,7 +36,9 @@ def greedy_select(
 ) -> Tuple[npt.NDArray[np.int64], bool, int]:
     """Greedy basis selection over a symmetric kernel, borrowed without a copy.
 
-    Returns ``(indices, stopped_early, kernel_passes)``.
+    Returns ``(indices, stopped_early, kernel_passes)``. When the classes of ``positive``
+    come in long runs (as ``GreedyKFDA.fit`` orders them), each pass splits the kernel's
+    rows by class and does half the multiply-adds.
     """
 
 def kernel_expansion(
