@@ -49,6 +49,13 @@ def median_time(function, repeats):
 CLASS_SORTED = True
 
 
+def paired_times(first, second, repeats):
+    """Times of ``first`` and ``second`` run one after the other ``repeats`` times, so that
+    each pair sees the same state of a shared machine."""
+    pairs = [(median_time(first, 1), median_time(second, 1)) for _ in range(repeats)]
+    return [a for a, _ in pairs], [b for _, b in pairs]
+
+
 def problem(m, d, dtype, seed=0):
     """Training data ordered by class, as ``GreedyKFDA.fit`` orders it before building its
     kernel (the engine's passes then split each kernel row by class); ``--interleaved``
@@ -113,11 +120,9 @@ def section_stages(args):
     print("| deflation | stages 1 (ms) | stages 10 (ms) | speed-up |")
     print("|---|---|---|---|")
     for deflation in args.deflations:
-        # Paired runs, one after the other: the speed-up is the median of the paired ratios.
-        ones, tens = [], []
-        for _ in range(args.repeats):
-            ones.append(median_time(lambda: select(K, y, args.k, deflation, 1, args.threads), 1))
-            tens.append(median_time(lambda: select(K, y, args.k, deflation, 10, args.threads), 1))
+        # Paired runs: the speed-up is the median of the paired ratios.
+        ones, tens = paired_times(lambda: select(K, y, args.k, deflation, 1, args.threads),
+                                  lambda: select(K, y, args.k, deflation, 10, args.threads), args.repeats)
         speedup = statistics.median(one / ten for one, ten in zip(ones, tens))
         print(f"| {deflation} | {statistics.median(ones) * 1e3:.0f} | {statistics.median(tens) * 1e3:.0f} | "
               f"{speedup:.1f}× |")
@@ -133,13 +138,12 @@ def section_float32(args):
     print("|---|---|---|---|---|")
     for deflation in args.deflations:
         picks = {}
-        # Paired runs, one after the other: the speed-up is the median of the paired ratios.
-        times64, times32 = [], []
-        for _ in range(args.repeats):
-            times64.append(median_time(
-                lambda: picks.__setitem__(64, select(K64, y, args.k, deflation, 1, args.threads)), 1))
-            times32.append(median_time(
-                lambda: picks.__setitem__(32, select(K32, y, args.k, deflation, 1, args.threads)), 1))
+        # Paired runs: the speed-up is the median of the paired ratios.
+        times64, times32 = paired_times(
+            lambda: picks.__setitem__(64, select(K64, y, args.k, deflation, 1, args.threads)),
+            lambda: picks.__setitem__(32, select(K32, y, args.k, deflation, 1, args.threads)),
+            args.repeats,
+        )
         t64, t32 = statistics.median(times64), statistics.median(times32)
         speedup = statistics.median(a / b for a, b in zip(times64, times32))
         a, b = picks[64], picks[32]

@@ -55,111 +55,66 @@ pub trait Dots: Sized {
     );
 }
 
-impl Dots for f64 {
-    #[inline]
-    fn dots<const R: usize>(row: &[f64], rhs: [&[f64]; R]) -> [f64; R] {
-        #[cfg(target_arch = "x86_64")]
-        if has_fma() {
-            // SAFETY: AVX2 and FMA are available (checked just above).
-            return unsafe { simd::dots_f64(row, rhs) };
+/// The `f64` and `f32` impls differ only in the type, its SIMD width and the kernels' names.
+macro_rules! impl_dots {
+    ($t:ty, $width:literal, $dots:ident, $tile:ident, $subtract_terms:ident) => {
+        impl Dots for $t {
+            #[inline]
+            fn dots<const R: usize>(row: &[$t], rhs: [&[$t]; R]) -> [$t; R] {
+                #[cfg(target_arch = "x86_64")]
+                if has_fma() {
+                    // SAFETY: AVX2 and FMA are available (checked just above).
+                    return unsafe { simd::$dots(row, rhs) };
+                }
+                portable_dots(row, rhs)
+            }
+
+            type Lanes = [$t; $width];
+            const WIDTH: usize = $width;
+
+            fn zero_lanes() -> [$t; $width] {
+                [0.0; $width]
+            }
+
+            fn reduce(lanes: [$t; $width]) -> $t {
+                reduce_lanes(lanes)
+            }
+
+            #[inline]
+            fn tile<const ROWS: usize, const R: usize>(
+                rows: [&[$t]; ROWS],
+                rhs: [&[$t]; R],
+                range: std::ops::Range<usize>,
+                acc: &mut [[$t; $width]],
+                stride: usize,
+            ) {
+                #[cfg(target_arch = "x86_64")]
+                if has_fma() {
+                    // SAFETY: AVX2 and FMA are available (checked just above).
+                    return unsafe { simd::$tile(rows, rhs, range, acc, stride) };
+                }
+                portable_tile(rows, rhs, range, acc, stride)
+            }
+
+            #[inline]
+            fn subtract_terms<const R: usize>(
+                out: &mut [$t],
+                vectors: [&[$t]; R],
+                coefficients: [$t; R],
+            ) {
+                #[cfg(target_arch = "x86_64")]
+                if has_fma() {
+                    // SAFETY: AVX2 and FMA are available (checked just above).
+                    return unsafe { simd::$subtract_terms(out, vectors, coefficients) };
+                }
+                portable_subtract_terms(out, vectors, coefficients)
+            }
         }
-        portable_dots(row, rhs)
-    }
-
-    type Lanes = [f64; 4];
-    const WIDTH: usize = 4;
-
-    fn zero_lanes() -> [f64; 4] {
-        [0.0; 4]
-    }
-
-    fn reduce(lanes: [f64; 4]) -> f64 {
-        reduce_lanes(lanes)
-    }
-
-    #[inline]
-    fn tile<const ROWS: usize, const R: usize>(
-        rows: [&[f64]; ROWS],
-        rhs: [&[f64]; R],
-        range: std::ops::Range<usize>,
-        acc: &mut [[f64; 4]],
-        stride: usize,
-    ) {
-        #[cfg(target_arch = "x86_64")]
-        if has_fma() {
-            // SAFETY: AVX2 and FMA are available (checked just above).
-            return unsafe { simd::tile_f64(rows, rhs, range, acc, stride) };
-        }
-        portable_tile(rows, rhs, range, acc, stride)
-    }
-
-    #[inline]
-    fn subtract_terms<const R: usize>(
-        out: &mut [f64],
-        vectors: [&[f64]; R],
-        coefficients: [f64; R],
-    ) {
-        #[cfg(target_arch = "x86_64")]
-        if has_fma() {
-            // SAFETY: AVX2 and FMA are available (checked just above).
-            return unsafe { simd::subtract_terms_f64(out, vectors, coefficients) };
-        }
-        portable_subtract_terms(out, vectors, coefficients)
-    }
+    };
 }
 
-impl Dots for f32 {
-    #[inline]
-    fn dots<const R: usize>(row: &[f32], rhs: [&[f32]; R]) -> [f32; R] {
-        #[cfg(target_arch = "x86_64")]
-        if has_fma() {
-            // SAFETY: AVX2 and FMA are available (checked just above).
-            return unsafe { simd::dots_f32(row, rhs) };
-        }
-        portable_dots(row, rhs)
-    }
-
-    type Lanes = [f32; 8];
-    const WIDTH: usize = 8;
-
-    fn zero_lanes() -> [f32; 8] {
-        [0.0; 8]
-    }
-
-    fn reduce(lanes: [f32; 8]) -> f32 {
-        reduce_lanes(lanes)
-    }
-
-    #[inline]
-    fn tile<const ROWS: usize, const R: usize>(
-        rows: [&[f32]; ROWS],
-        rhs: [&[f32]; R],
-        range: std::ops::Range<usize>,
-        acc: &mut [[f32; 8]],
-        stride: usize,
-    ) {
-        #[cfg(target_arch = "x86_64")]
-        if has_fma() {
-            // SAFETY: AVX2 and FMA are available (checked just above).
-            return unsafe { simd::tile_f32(rows, rhs, range, acc, stride) };
-        }
-        portable_tile(rows, rhs, range, acc, stride)
-    }
-
-    #[inline]
-    fn subtract_terms<const R: usize>(
-        out: &mut [f32],
-        vectors: [&[f32]; R],
-        coefficients: [f32; R],
-    ) {
-        #[cfg(target_arch = "x86_64")]
-        if has_fma() {
-            // SAFETY: AVX2 and FMA are available (checked just above).
-            return unsafe { simd::subtract_terms_f32(out, vectors, coefficients) };
-        }
-        portable_subtract_terms(out, vectors, coefficients)
-    }
-}
+impl_dots!(f64, 4, dots_f64, tile_f64, subtract_terms_f64);
+impl_dots!(f32, 8, dots_f32, tile_f32, subtract_terms_f32);
 
 #[cfg(target_arch = "x86_64")]
 fn has_fma() -> bool {

@@ -259,10 +259,11 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         # mapped back to the caller's order, so nothing outside this method sees it.
         # (A precomputed kernel is used as given: reordering it would copy it.)
         if self.kernel == "precomputed":
-            by_class = np.arange(m)
+            by_class, X_ordered = np.arange(m), X
         else:
             by_class = np.argsort(y_index, kind="stable")
-        K = self._training_kernel(X if self.kernel == "precomputed" else X[by_class], dtype, threads)
+            X_ordered = X[by_class]
+        K = self._training_kernel(X_ordered, dtype, threads)
         y_sorted = y_index[by_class]
         binary = len(self.classes_) == 2
         targets = [y_sorted == 1] if binary else [y_sorted == c for c in range(len(self.classes_))]
