@@ -218,15 +218,6 @@ struct Tracked<F> {
 }
 
 impl<F: Real> Tracked<F> {
-    fn untracked(x: Vec<F>) -> Self {
-        Tracked {
-            x,
-            k0x: Vec::new(),
-            k0dx: Vec::new(),
-            stage_start: Vec::new(),
-        }
-    }
-
     fn scale(&mut self, factor: F) {
         for part in [
             &mut self.x,
@@ -263,33 +254,6 @@ struct StageTerm<F> {
     lambda: F,
 }
 
-/// Earlier directions, each part in its own list so that a combination streams one list.
-struct Directions<F> {
-    x: Vec<Vec<F>>,
-    k0x: Vec<Vec<F>>,
-    k0dx: Vec<Vec<F>>,
-}
-
-impl<F> Default for Directions<F> {
-    fn default() -> Self {
-        Directions {
-            x: Vec::new(),
-            k0x: Vec::new(),
-            k0dx: Vec::new(),
-        }
-    }
-}
-
-impl<F: Clone> Directions<F> {
-    fn push(&mut self, direction: &Tracked<F>) {
-        self.x.push(direction.x.clone());
-        if !direction.k0x.is_empty() {
-            self.k0x.push(direction.k0x.clone());
-            self.k0dx.push(direction.k0dx.clone());
-        }
-    }
-}
-
 /// `[x_1, …, x_n, Dx_1, …, Dx_n]` as one list of right-hand sides.
 fn stacked<'v, F>(xs: &[&'v [F]], weighted: &'v [Vec<F>]) -> Vec<&'v [F]> {
     xs.iter()
@@ -323,8 +287,8 @@ struct Engine<'a, F: Real> {
     /// Rank-one terms: `K_t = K_0 − Σ_r us[r] vs[r]'`.
     us: Vec<Vec<F>>,
     vs: Vec<Vec<F>>,
-    /// Earlier `ortho-*` directions (with their products for the fused families).
-    ortho: Directions<F>,
+    /// Earlier `ortho-*` directions `q`.
+    ortho: Vec<Vec<F>>,
     /// The columns of each class (positive first) when the classes form few runs, as in
     /// the kernels `GreedyKFDA.fit` builds: passes then split by class.
     class_groups: Option<[passes::ColumnGroup; 2]>,
@@ -414,19 +378,21 @@ impl<'a, F: Real> Engine<'a, F> {
         }
         let combine = |(chunk_index, mut pieces): (usize, Vec<&mut [F]>)| {
             let start = chunk_index * COMBINE_CHUNK;
-            for (piece, c) in pieces.iter_mut().zip(coefficients) {
-                let c = c.as_ref();
-                let rows = start..start + piece.len();
-                let mut r = 0;
-                // Four terms per sweep of the piece, then the rest one by one.
-                while r + 4 <= vectors.len() {
-                    let terms: [&[F]; 4] = std::array::from_fn(|q| &vectors[r + q][rows.clone()]);
-                    let factors: [F; 4] = std::array::from_fn(|q| c[r + q]);
+            let rows = start..start + pieces.first().map_or(0, |piece| piece.len());
+            // Four terms at a time (their pieces stay in L1) for every output, then the
+            // rest one by one: each `vectors` piece is read from memory once.
+            let mut r = 0;
+            while r + 4 <= vectors.len() {
+                let terms: [&[F]; 4] = std::array::from_fn(|q| &vectors[r + q][rows.clone()]);
+                for (piece, c) in pieces.iter_mut().zip(coefficients) {
+                    let factors: [F; 4] = std::array::from_fn(|q| c.as_ref()[r + q]);
                     F::subtract_terms(piece, terms, factors);
-                    r += 4;
                 }
-                for r in r..vectors.len() {
-                    F::subtract_terms(piece, [&vectors[r][rows.clone()]], [c[r]]);
+                r += 4;
+            }
+            for (r, vector) in vectors.iter().enumerate().skip(r) {
+                for (piece, c) in pieces.iter_mut().zip(coefficients) {
+                    F::subtract_terms(piece, [&vector[rows.clone()]], [c.as_ref()[r]]);
                 }
             }
         };
@@ -554,7 +520,7 @@ impl<'a, F: Real> Engine<'a, F> {
             threshold,
             us: Vec::new(),
             vs: Vec::new(),
-            ortho: Directions::default(),
+            ortho: Vec::new(),
             class_groups: (passes::ColumnGroup::count_runs(positive) * MIN_CLASS_RUN <= m).then(
                 || {
                     [
@@ -615,43 +581,63 @@ impl<'a, F: Real> Engine<'a, F> {
 
     /// The unit direction of a pick: `τ = c/‖c‖`, or for `ortho-*` its Gram–Schmidt
     /// residual against the earlier directions (classical, coefficients `q'τ`), or
-    /// `None` when that residual is numerically zero.
-    fn direction(&mut self, column: Tracked<F>, ortho: bool, tol: f64) -> Option<Tracked<F>> {
+    /// `None` when that residual is numerically zero. Only `x` is carried: the forms that
+    /// track products orthogonalise before their pass.
+    fn direction(&mut self, column: Vec<F>, ortho: bool, tol: f64) -> Option<Vec<F>> {
         let mut tau = column;
-        let norm = dot(&tau.x, &tau.x).sqrt();
-        tau.scale(F::one() / norm);
+        let norm = dot(&tau, &tau).sqrt();
+        tau.iter_mut().for_each(|v| *v = *v / norm);
         if !ortho {
             return Some(tau);
         }
-        // Classical Gram–Schmidt, coefficients `q_r'τ`, applied to each tracked part.
-        let coefficients = self.dots_with(&self.ortho.x, &[&tau.x]);
-        let residual = |part: &Vec<F>, earlier: &[Vec<F>]| {
-            let mut out = vec![part.clone()];
-            if !part.is_empty() {
-                // (the schur family tracks no products)
-                self.subtract_combinations(&mut out, earlier, &coefficients);
-            }
-            out.pop().expect("one residual")
-        };
-        let mut q = Tracked {
-            x: residual(&tau.x, &self.ortho.x),
-            k0x: residual(&tau.k0x, &self.ortho.k0x),
-            k0dx: residual(&tau.k0dx, &self.ortho.k0dx),
-            stage_start: Vec::new(), // earlier directions carry none: recomputed after
-        };
-        let norm2 = dot(&q.x, &q.x);
+        let coefficients = self.dots_with(&self.ortho, &[&tau]);
+        let mut residual = [tau];
+        self.subtract_combinations(&mut residual, &self.ortho, &coefficients);
+        let [mut q] = residual;
+        let norm2 = dot(&q, &q);
         if norm2.as_f64() <= tol {
             return None;
         }
-        q.scale(F::one() / norm2.sqrt());
-        self.ortho.push(&q);
+        let scale = F::one() / norm2.sqrt();
+        q.iter_mut().for_each(|v| *v = *v * scale);
+        self.ortho.push(q.clone());
         Some(q)
     }
 
+    /// The `ortho-*` direction of a stage's pick from its column `c` (deflated by the
+    /// stage's earlier terms) with its part along the directions from before the stage
+    /// already removed, in one block for the whole stage (`column`, tracked): classical
+    /// Gram–Schmidt against the stage's earlier directions finishes `q = (I − QQ')τ`,
+    /// `τ = c/‖c‖`, on tracked vectors, so no pick sweeps the earlier directions.
+    fn stage_direction(
+        &mut self,
+        mut column: Tracked<F>,
+        norm: F,
+        earlier: &[StageTerm<F>],
+        tol: f64,
+    ) -> Option<Tracked<F>> {
+        column.scale(F::one() / norm);
+        let coefficients: Vec<F> = earlier
+            .iter()
+            .map(|term| dot(&term.direction.x, &column.x))
+            .collect();
+        for (term, &coefficient) in earlier.iter().zip(&coefficients) {
+            column.add_scaled(-coefficient, &term.direction);
+        }
+        let norm2 = dot(&column.x, &column.x);
+        if norm2.as_f64() <= tol {
+            return None;
+        }
+        column.scale(F::one() / norm2.sqrt());
+        self.ortho.push(column.x.clone());
+        Some(column)
+    }
+
     /// One stage of the hotelling/projection families: one read of `K_0` for all its
-    /// picks, one sweep over `U_0` for their products with the stage-start terms (for the
-    /// `ortho-*` forms, whose Gram–Schmidt leaves the span of the stage's columns, one per
-    /// pick), and one sweep over `V_0` at the end for every pick's `v` and `h`.
+    /// picks, one sweep over `U_0` for their products with the stage-start terms, one
+    /// sweep over `V_0` at the end for every pick's `v` and `h`; the `ortho-*` forms add
+    /// two sweeps over the earlier directions, for a block Gram–Schmidt of the stage's
+    /// columns before the pass.
     fn fused_stage(
         &mut self,
         picks: &[usize],
@@ -665,16 +651,15 @@ impl<'a, F: Real> Engine<'a, F> {
         if ortho && one_per_stage {
             // A lone pick's direction is known before the pass, so the pass multiplies
             // the direction itself and Gram–Schmidt need not carry products along.
-            let Some(x) =
-                self.direction(Tracked::untracked(self.columns(picks).remove(0)), true, tol)
-            else {
+            let Some(x) = self.direction(self.columns(picks).remove(0), true, tol) else {
                 return;
             };
-            let (mut k0x, mut k0dx) = self.products_with_weighted(&[&x.x]);
+            let (mut k0x, mut k0dx) = self.products_with_weighted(&[&x]);
             let x = Tracked {
+                x,
                 k0x: k0x.remove(0),
                 k0dx: k0dx.remove(0),
-                ..x
+                stage_start: Vec::new(),
             };
             chosen.push(picks[0]);
             let term = self.stage_term(x, &[], hotelling);
@@ -682,34 +667,54 @@ impl<'a, F: Real> Engine<'a, F> {
             return;
         }
         let columns = self.columns(picks);
-        let rhs: Vec<&[F]> = columns.iter().map(Vec::as_slice).collect();
+        // For `ortho-*`: the columns without their parts along the earlier directions
+        // (`columns` keeps them, for the thresholds and the norms of `τ`).
+        let orthogonalised = ortho.then(|| {
+            let rhs: Vec<&[F]> = columns.iter().map(Vec::as_slice).collect();
+            let coefficients = self.dots_with(&self.ortho, &rhs);
+            let mut residuals = columns.clone();
+            self.subtract_combinations(&mut residuals, &self.ortho, &coefficients);
+            residuals
+        });
+        let multiplied = orthogonalised.as_ref().unwrap_or(&columns);
+        let rhs: Vec<&[F]> = multiplied.iter().map(Vec::as_slice).collect();
         let (k0_columns, k0_weighted) = self.products_with_weighted(&rhs);
-        let start_products = if ortho {
-            vec![Vec::new(); picks.len()]
-        } else {
-            self.stage_start_products(&rhs, hotelling)
-        };
+        let start_products = self.stage_start_products(&rhs, hotelling);
         let mut terms: Vec<StageTerm<F>> = Vec::new();
-        let parts = columns
-            .into_iter()
+        let parts = multiplied
+            .iter()
             .zip(k0_columns)
             .zip(k0_weighted)
             .zip(start_products);
         for (s, (&i, (((x, k0x), k0dx), stage_start))) in picks.iter().zip(parts).enumerate() {
             // Column `i` of the kernel deflated by the stage's earlier terms `u_q v_q'`.
             let mut column = Tracked {
-                x,
+                x: x.clone(),
                 k0x,
                 k0dx,
                 stage_start,
             };
+            let mut whole = ortho.then(|| columns[s].clone());
             for (term, v_at_i) in terms.iter().zip(self.stage_v_at(&terms, i, hotelling)) {
-                column.add_scaled(-(v_at_i * term.lambda), &term.direction);
+                let factor = -(v_at_i * term.lambda);
+                column.add_scaled(factor, &term.direction);
+                if let Some(whole) = whole.as_mut() {
+                    axpy(whole, factor, &term.direction.x);
+                }
             }
-            if s > 0 && self.weighted_norm2(&column.x) <= self.threshold[i] {
+            let deflated = whole.as_ref().unwrap_or(&column.x);
+            if s > 0 && self.weighted_norm2(deflated) <= self.threshold[i] {
                 continue;
             }
-            let Some(x) = self.direction(column, ortho, tol) else {
+            let direction = if ortho {
+                let norm = dot(deflated, deflated).sqrt();
+                self.stage_direction(column, norm, &terms, tol)
+            } else {
+                let norm = dot(&column.x, &column.x).sqrt();
+                column.scale(F::one() / norm);
+                Some(column)
+            };
+            let Some(x) = direction else {
                 continue;
             };
             chosen.push(i);
@@ -858,13 +863,13 @@ impl<'a, F: Real> Engine<'a, F> {
                 continue;
             }
             // Only `x` is needed here: the schur family takes no fused products.
-            let Some(x) = self.direction(Tracked::untracked(column), ortho, tol) else {
+            let Some(x) = self.direction(column, ortho, tol) else {
                 continue;
             };
             chosen.push(i);
             // One sweep over `U` for `U'x` and the last term's `U'Du`, one pass for
             // `K_0 x` and `K_0 D u`, one sweep over `V` for `K_t'x` and the last `h`.
-            let mut rhs: Vec<&[F]> = vec![&x.x];
+            let mut rhs: Vec<&[F]> = vec![&x];
             rhs.extend(pending.as_deref());
             let mut products = self.deflated_products(&rhs, pending.is_some());
             let v = products.remove(0);
@@ -872,7 +877,7 @@ impl<'a, F: Real> Engine<'a, F> {
                 self.update_statistics_for_last(&h);
             }
             pending = None;
-            let lambda = dot(&x.x, &v);
+            let lambda = dot(&x, &v);
             if lambda <= F::zero() {
                 continue; // nothing left to deflate along x
             }
