@@ -245,7 +245,7 @@ def section_large(args):
     print(f"| greedy, schur ({passes} passes) | {schur_seconds:.1f} |")
     print(f"| greedy, projection | {projection_seconds:.1f} |")
     print(f"| whole `GreedyKFDA.fit` (kernel + projection greedy + model) | {estimator_seconds:.1f} |")
-    print(f"\nk_ = {model.k_}")
+    print(f"\nThe whole fit chose k_ = {model.k_} bases.")
     huge = 2_000_000
     try:
         GreedyKFDA(k=10, dtype="float32").fit(np.zeros((huge, 2)), np.arange(huge) % 2)

@@ -673,14 +673,16 @@ pub(crate) fn column_statistics<F: Real>(
             .par_chunks_mut(3 * ROWS_PER_TASK)
             .enumerate()
             .for_each(|(task, out_rows)| {
+                // `D K_i` for one row at a time, so that `d` is a lane-parallel dot
+                // product too (a running sum would be one dependent add per element).
+                let mut weighted_row = vec![F::zero(); m];
                 for (offset, out) in out_rows.chunks_exact_mut(3).enumerate() {
                     let i = task * ROWS_PER_TASK + offset;
                     let row = &kernel[i * m..(i + 1) * m];
-                    let [p, n] = dots(row, [positive, negative]);
-                    let mut d = F::zero();
-                    for (value, w) in row.iter().zip(weight) {
-                        d += *w * *value * *value;
+                    for ((target, value), w) in weighted_row.iter_mut().zip(row).zip(weight) {
+                        *target = *w * *value;
                     }
+                    let [p, n, d] = dots(row, [positive, negative, &weighted_row]);
                     out[0] = p;
                     out[1] = n;
                     out[2] = d;
