@@ -503,6 +503,9 @@ pub fn multiply<F: Real>(
 /// × up to 2 right-hand sides, or 3 rows × up to 4 for wide passes such as a fused stage):
 /// the tile's accumulators stay in registers while its rows stream from memory. Every
 /// output is summed in one order whatever the number of threads or the tile shapes.
+///
+/// `K` must be symmetric: passes with one or two right-hand sides, bound by the speed of
+/// memory, read only its upper triangle ([`symmetric_products`]).
 pub fn multiply_groups<F: Real>(
     pool: &rayon::ThreadPool,
     kernel: &[F],
@@ -512,7 +515,237 @@ pub fn multiply_groups<F: Real>(
 ) -> Vec<Vec<Vec<F>>> {
     debug_assert!(rhs.iter().all(|x| x.len() == m));
     debug_assert_eq!(kernel.len(), m * m);
+    if rhs.len() <= 2 && m >= SYMMETRIC_MIN_ORDER {
+        return symmetric_products(pool, kernel, m, rhs, groups, SYMMETRIC_BANDS);
+    }
     products(pool, m, |i| &kernel[i * m..(i + 1) * m], rhs, groups)
+}
+
+/// Smallest kernel whose narrow passes read only the upper triangle.
+const SYMMETRIC_MIN_ORDER: usize = 64;
+/// Bands of rows of a symmetric pass, fixed by `m` alone so that no sum depends on the
+/// number of threads; enough to balance two threads on a shared machine.
+const SYMMETRIC_BANDS: usize = 16;
+/// Columns per piece of a symmetric pass: a row tile's piece, read from memory by the
+/// dot products, is read again from L1 by the transposed update.
+const SYMMETRIC_PIECE: usize = 512;
+
+/// The first row of each band, the bands' upper triangles of about equal size.
+fn band_starts(m: usize, bands: usize) -> Vec<usize> {
+    let total = (m * (m + 1) / 2) as f64;
+    let (mut starts, mut area, mut i) = (vec![0], 0.0, 0);
+    for band in 1..bands {
+        let target = total * band as f64 / bands as f64;
+        while i < m && area < target {
+            area += (m - i) as f64;
+            i += 1;
+        }
+        if i < m && starts.last().is_some_and(|&last| i > last) {
+            starts.push(i);
+        }
+    }
+    starts
+}
+
+/// [`multiply_groups`] for a symmetric `K`, reading its upper triangle only: element
+/// `K[i,l]`, `i < l`, read once, adds `K[i,l]·x[l]` to output `i` (the dot product along
+/// row `i`, with the register tiles of a full pass) and `K[i,l]·x[i]` to output `l` (a
+/// multiply-add into a buffer of the row's band, re-reading the row piece from L1). The
+/// same multiply-adds as a full pass from half the bytes: for the one or two right-hand
+/// sides of a stage-1 pick, whose pass is bound by memory, up to twice as fast.
+///
+/// Output `i` sums, in this order: its row's lanes, the row's leftover columns and its
+/// diagonal block, then the buffers of the bands at or before it, in band order. The bands
+/// depend on `m` alone, so the result does not depend on the number of threads.
+fn symmetric_products<F: Real>(
+    pool: &rayon::ThreadPool,
+    kernel: &[F],
+    m: usize,
+    rhs: &[&[F]],
+    groups: &[ColumnGroup],
+    bands: usize,
+) -> Vec<Vec<Vec<F>>> {
+    let r = rhs.len();
+    let width = groups.len() * r; // outputs per row, ordered (group, right-hand side)
+    if width == 0 {
+        return vec![Vec::new(); groups.len()];
+    }
+    let mut group_of: Vec<Option<usize>> = vec![None; m];
+    for (g, group) in groups.iter().enumerate() {
+        let columns = group.runs.iter().flat_map(|run| run.clone());
+        for l in columns.chain(group.rest.iter().copied()) {
+            group_of[l] = Some(g);
+        }
+    }
+    // Maximal runs of columns in one group: the dot products go run by run.
+    let mut segments: Vec<(std::ops::Range<usize>, Option<usize>)> = Vec::new();
+    for (l, &g) in group_of.iter().enumerate() {
+        match segments.last_mut() {
+            Some((run, last)) if *last == g => run.end = l + 1,
+            _ => segments.push((l..l + 1, g)),
+        }
+    }
+    let starts = band_starts(m, bands);
+    let band_rows: Vec<std::ops::Range<usize>> = starts
+        .iter()
+        .enumerate()
+        .map(|(b, &start)| start..starts.get(b + 1).copied().unwrap_or(m))
+        .collect();
+    let band = |rows: &std::ops::Range<usize>| {
+        let mut band = SymmetricBand {
+            kernel,
+            m,
+            rhs,
+            group_of: &group_of,
+            segments: &segments,
+            width,
+            first_row: rows.start,
+            lanes: vec![F::zero_lanes(); rows.len() * width],
+            scalars: vec![F::zero(); rows.len() * width],
+            buffer: vec![F::zero(); width * (m - rows.start)],
+        };
+        let mut i = rows.start;
+        while i < rows.end {
+            // The transposed update goes to the buffer of the tile's group: one per tile.
+            let mut tile = 4.min(rows.end - i);
+            if (i..i + tile).any(|row| group_of[row] != group_of[i]) {
+                tile = 1;
+            }
+            match tile {
+                4 => band.tile::<4>(i),
+                3 => band.tile::<3>(i),
+                2 => band.tile::<2>(i),
+                _ => band.tile::<1>(i),
+            }
+            i += tile;
+        }
+        let own: Vec<F> = band
+            .lanes
+            .iter()
+            .zip(&band.scalars)
+            .map(|(&lanes, &scalar)| F::reduce(lanes) + scalar)
+            .collect();
+        (own, band.buffer)
+    };
+    let by_band: Vec<(Vec<F>, Vec<F>)> =
+        pool.install(|| band_rows.par_iter().map(band).collect());
+    let mut out = vec![vec![vec![F::zero(); m]; r]; groups.len()];
+    for (rows, (own, _)) in band_rows.iter().zip(&by_band) {
+        for (i, values) in rows.clone().zip(own.chunks_exact(width)) {
+            for (w, &value) in values.iter().enumerate() {
+                out[w / r][w % r][i] = value;
+            }
+        }
+    }
+    for (rows, (_, buffer)) in band_rows.iter().zip(&by_band) {
+        for (w, added) in buffer.chunks_exact(m - rows.start).enumerate() {
+            let target = &mut out[w / r][w % r][rows.start..];
+            target.iter_mut().zip(added).for_each(|(t, &b)| *t += b);
+        }
+    }
+    out
+}
+
+/// The state of one band of rows of a symmetric pass.
+struct SymmetricBand<'a, F: Real> {
+    kernel: &'a [F],
+    m: usize,
+    rhs: &'a [&'a [F]],
+    group_of: &'a [Option<usize>],
+    segments: &'a [(std::ops::Range<usize>, Option<usize>)],
+    width: usize,
+    first_row: usize,
+    /// Per row of the band and output: the lanes of the dot product right of the row's
+    /// tile, and the scalar sum of its leftover columns and of its tile's block.
+    lanes: Vec<F::Lanes>,
+    scalars: Vec<F>,
+    /// Per output, the transposed contributions to rows `first_row..m`.
+    buffer: Vec<F>,
+}
+
+impl<F: Real> SymmetricBand<'_, F> {
+    /// Rows `i..i + T` (one group): their block on the diagonal, then the columns right
+    /// of it piece by piece.
+    fn tile<const T: usize>(&mut self, i: usize) {
+        let (m, r, width) = (self.m, self.rhs.len(), self.width);
+        let rows: [&[F]; T] = std::array::from_fn(|t| &self.kernel[(i + t) * m..(i + t + 1) * m]);
+        let row_group = self.group_of[i];
+        let local = i - self.first_row;
+        let buffer_len = m - self.first_row;
+        let right = i + T;
+        for (t, row) in rows.iter().enumerate() {
+            for l in i + t..right {
+                if let Some(g) = self.group_of[l] {
+                    for (j, x) in self.rhs.iter().enumerate() {
+                        let sum = &mut self.scalars[(local + t) * width + g * r + j];
+                        *sum = row[l].mul_add(x[l], *sum);
+                    }
+                }
+                if let (Some(g), true) = (row_group, l > i + t) {
+                    for (j, x) in self.rhs.iter().enumerate() {
+                        let sum = &mut self.buffer[(g * r + j) * buffer_len + l - self.first_row];
+                        *sum = row[l].mul_add(x[i + t], *sum);
+                    }
+                }
+            }
+        }
+        let mut segment = self.segments.partition_point(|(run, _)| run.end <= right);
+        let mut start = right;
+        while start < m {
+            let end = (start + SYMMETRIC_PIECE).min(m);
+            while segment < self.segments.len() && self.segments[segment].0.start < end {
+                let (run, group) = &self.segments[segment];
+                let piece = run.start.max(start)..run.end.min(end);
+                if let Some(g) = *group {
+                    self.dot_piece(&rows, local, g, piece);
+                }
+                if run.end > end {
+                    break;
+                }
+                segment += 1;
+            }
+            if let Some(g) = row_group {
+                for (j, x) in self.rhs.iter().enumerate() {
+                    let coefficients: [F; T] = std::array::from_fn(|t| -x[i + t]);
+                    let pieces: [&[F]; T] = std::array::from_fn(|t| &rows[t][start..end]);
+                    let offset = (g * r + j) * buffer_len;
+                    let columns = start - self.first_row..end - self.first_row;
+                    F::subtract_terms(
+                        &mut self.buffer[offset + columns.start..offset + columns.end],
+                        pieces,
+                        coefficients,
+                    );
+                }
+            }
+            start = end;
+        }
+    }
+
+    /// `rows[t][piece]·x[piece]` into the outputs of group `g`.
+    fn dot_piece<const T: usize>(
+        &mut self,
+        rows: &[&[F]; T],
+        local: usize,
+        g: usize,
+        piece: std::ops::Range<usize>,
+    ) {
+        let (r, width) = (self.rhs.len(), self.width);
+        let body_end = piece.start + piece.len() / F::WIDTH * F::WIDTH;
+        let acc = &mut self.lanes[local * width + g * r..];
+        match *self.rhs {
+            [x] => F::tile(*rows, [x], piece.start..body_end, acc, width),
+            [x, y] => F::tile(*rows, [x, y], piece.start..body_end, acc, width),
+            _ => unreachable!("symmetric passes take one or two right-hand sides"),
+        }
+        for (t, row) in rows.iter().enumerate() {
+            for (j, x) in self.rhs.iter().enumerate() {
+                let sum = &mut self.scalars[(local + t) * width + g * r + j];
+                for l in body_end..piece.end {
+                    *sum = row[l].mul_add(x[l], *sum);
+                }
+            }
+        }
+    }
 }
 
 /// `vectors[r]·x_s` for every vector and right-hand side, by the register tiles of the
@@ -702,9 +935,7 @@ mod tests {
     #[test]
     fn grouped_products_are_the_sums_over_each_group_for_any_thread_count() {
         for &m in &[5usize, 37, 130] {
-            let kernel: Vec<f64> = (0..m * m)
-                .map(|t| ((t * 7919) % 97) as f64 / 97.0)
-                .collect();
+            let kernel = symmetric_kernel(m);
             let labels: Vec<bool> = (0..m).map(|i| (i / 9) % 3 == 0).collect();
             let groups = [
                 ColumnGroup::of_class::<f64>(&labels, true),
@@ -726,6 +957,46 @@ mod tests {
                                 .map(|l| kernel[i * m + l] * xs[j][l])
                                 .sum();
                             assert!((one[g][j][i] - naive).abs() <= 1e-9 * (1.0 + naive.abs()));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn symmetric_kernel(m: usize) -> Vec<f64> {
+        (0..m * m)
+            .map(|t| {
+                let (i, l) = (t / m, t % m);
+                ((i.min(l) * 7919 + i.max(l) * 31) % 97) as f64 / 97.0
+            })
+            .collect()
+    }
+
+    #[test]
+    fn symmetric_passes_match_full_passes_for_any_bands_groups_and_threads() {
+        for &m in &[1usize, 2, 5, 37, 130, 601] {
+            let kernel = symmetric_kernel(m);
+            let labels: Vec<bool> = (0..m).map(|i| (i / 9) % 3 == 0 || i < m / 3).collect();
+            let class_groups = vec![
+                ColumnGroup::of_class::<f64>(&labels, true),
+                ColumnGroup::of_class::<f64>(&labels, false),
+            ];
+            let xs: Vec<Vec<f64>> = (0..2)
+                .map(|j| (0..m).map(|i| ((i + 5 * j) % 7) as f64 - 3.0).collect())
+                .collect();
+            for groups in [vec![ColumnGroup::all::<f64>(m)], class_groups] {
+                for r in 1..=2 {
+                    let rhs: Vec<&[f64]> = xs[..r].iter().map(Vec::as_slice).collect();
+                    let row = |i: usize| &kernel[i * m..(i + 1) * m];
+                    let full = products(&pool(1), m, row, &rhs, &groups);
+                    for bands in [1, 3, 16] {
+                        let one = symmetric_products(&pool(1), &kernel, m, &rhs, &groups, bands);
+                        let two = symmetric_products(&pool(2), &kernel, m, &rhs, &groups, bands);
+                        assert_eq!(one, two, "thread count changed the result");
+                        assert_eq!(one.concat().concat().len(), full.concat().concat().len());
+                        for (a, b) in one.iter().flatten().flatten().zip(full.iter().flatten().flatten()) {
+                            assert!((a - b).abs() <= 1e-9 * (1.0 + b.abs()), "{a} vs {b} (m={m})");
                         }
                     }
                 }
@@ -756,9 +1027,7 @@ mod tests {
     #[test]
     fn multiply_matches_naive_for_odd_sizes_and_any_thread_count() {
         for &m in &[1usize, 3, 19, 67] {
-            let kernel: Vec<f64> = (0..m * m)
-                .map(|t| ((t * 7919) % 97) as f64 / 97.0)
-                .collect();
+            let kernel = symmetric_kernel(m);
             let xs: Vec<Vec<f64>> = (0..7)
                 .map(|j| (0..m).map(|i| ((i + 3 * j) % 11) as f64 - 5.0).collect())
                 .collect();
