@@ -53,11 +53,23 @@ pub trait Dots: Sized {
         vectors: [&[Self]; R],
         coefficients: [Self; R],
     );
+    /// The tile of a symmetric pass: [`Dots::tile`] over `range` and, from the same load
+    /// of each kernel element, `buffers[j][l − range.start] += Σ_o coefficients[o][j] ·
+    /// rows[o][l]` (one fused multiply-add per row, in the order of `o`).
+    fn symmetric_tile<const ROWS: usize, const R: usize>(
+        rows: [&[Self]; ROWS],
+        rhs: [&[Self]; R],
+        coefficients: [[Self; R]; ROWS],
+        range: std::ops::Range<usize>,
+        acc: &mut [Self::Lanes],
+        stride: usize,
+        buffers: [&mut [Self]; R],
+    );
 }
 
 /// The `f64` and `f32` impls differ only in the type, its SIMD width and the kernels' names.
 macro_rules! impl_dots {
-    ($t:ty, $width:literal, $dots:ident, $tile:ident, $subtract_terms:ident) => {
+    ($t:ty, $width:literal, $dots:ident, $tile:ident, $subtract_terms:ident, $symmetric_tile:ident) => {
         impl Dots for $t {
             #[inline]
             fn dots<const R: usize>(row: &[$t], rhs: [&[$t]; R]) -> [$t; R] {
@@ -109,12 +121,46 @@ macro_rules! impl_dots {
                 }
                 portable_subtract_terms(out, vectors, coefficients)
             }
+
+            #[inline]
+            fn symmetric_tile<const ROWS: usize, const R: usize>(
+                rows: [&[$t]; ROWS],
+                rhs: [&[$t]; R],
+                coefficients: [[$t; R]; ROWS],
+                range: std::ops::Range<usize>,
+                acc: &mut [[$t; $width]],
+                stride: usize,
+                buffers: [&mut [$t]; R],
+            ) {
+                #[cfg(target_arch = "x86_64")]
+                if has_fma() {
+                    // SAFETY: AVX2 and FMA are available (checked just above).
+                    return unsafe {
+                        simd::$symmetric_tile(rows, rhs, coefficients, range, acc, stride, buffers)
+                    };
+                }
+                portable_symmetric_tile(rows, rhs, coefficients, range, acc, stride, buffers)
+            }
         }
     };
 }
 
-impl_dots!(f64, 4, dots_f64, tile_f64, subtract_terms_f64);
-impl_dots!(f32, 8, dots_f32, tile_f32, subtract_terms_f32);
+impl_dots!(
+    f64,
+    4,
+    dots_f64,
+    tile_f64,
+    subtract_terms_f64,
+    symmetric_tile_f64
+);
+impl_dots!(
+    f32,
+    8,
+    dots_f32,
+    tile_f32,
+    subtract_terms_f32,
+    symmetric_tile_f32
+);
 
 #[cfg(target_arch = "x86_64")]
 fn has_fma() -> bool {
@@ -147,6 +193,28 @@ fn portable_tile<F: Real, const ROWS: usize, const R: usize, const W: usize>(
                 for (lane, lane_sum) in acc[o * stride + j].iter_mut().enumerate() {
                     *lane_sum = row[start + lane].mul_add(x[start + lane], *lane_sum);
                 }
+            }
+        }
+    }
+}
+
+/// The tile of [`Dots::symmetric_tile`] with `W` lanes per output.
+fn portable_symmetric_tile<F: Real, const ROWS: usize, const R: usize, const W: usize>(
+    rows: [&[F]; ROWS],
+    rhs: [&[F]; R],
+    coefficients: [[F; R]; ROWS],
+    range: std::ops::Range<usize>,
+    acc: &mut [[F; W]],
+    stride: usize,
+    mut buffers: [&mut [F]; R],
+) {
+    let start = range.start;
+    portable_tile(rows, rhs, range.clone(), acc, stride);
+    for l in range {
+        for (j, buffer) in buffers.iter_mut().enumerate() {
+            let value = &mut buffer[l - start];
+            for (row, c) in rows.iter().zip(&coefficients) {
+                *value = row[l].mul_add(c[j], *value);
             }
         }
     }
@@ -354,6 +422,87 @@ mod simd {
         }
     }
 
+    /// The fused tile of a symmetric pass: each kernel element loaded feeds `R` FMAs of
+    /// the dot products and `R` of the transposed update, whose buffer is loaded and
+    /// stored once per `ROWS` of them (4 rows × 1 or 2 × 2 keep all in 14 registers).
+    macro_rules! symmetric_tile {
+        ($name:ident, $t:ty, $w:literal, $load:ident, $store:ident, $fmadd:ident, $set1:ident, $zero:ident) => {
+            #[target_feature(enable = "avx2,fma")]
+            pub(super) unsafe fn $name<const ROWS: usize, const R: usize>(
+                rows: [&[$t]; ROWS],
+                rhs: [&[$t]; R],
+                coefficients: [[$t; R]; ROWS],
+                range: std::ops::Range<usize>,
+                acc: &mut [[$t; $w]],
+                stride: usize,
+                buffers: [&mut [$t]; R],
+            ) {
+                assert!(rows.iter().all(|row| row.len() >= range.end));
+                assert!(rhs.iter().all(|x| x.len() >= range.end));
+                assert!(buffers.iter().all(|b| b.len() >= range.len()));
+                assert!(acc.len() >= (ROWS - 1) * stride + R);
+                debug_assert_eq!(range.len() % $w, 0);
+                let factors: [[_; R]; ROWS] =
+                    std::array::from_fn(|r| std::array::from_fn(|j| $set1(coefficients[r][j])));
+                let mut registers = [[$zero(); R]; ROWS];
+                for r in 0..ROWS {
+                    for j in 0..R {
+                        // SAFETY: one SIMD vector from its lanes.
+                        registers[r][j] = unsafe { $load(acc[r * stride + j].as_ptr()) };
+                    }
+                }
+                let mut l = range.start;
+                while l < range.end {
+                    // SAFETY: l + width <= range.end, within every row and rhs, and
+                    // l − range.start + width <= range.len(), within every buffer.
+                    unsafe {
+                        let mut k = [$zero(); ROWS];
+                        for r in 0..ROWS {
+                            k[r] = $load(rows[r].as_ptr().add(l));
+                        }
+                        for j in 0..R {
+                            let x = $load(rhs[j].as_ptr().add(l));
+                            let target = buffers[j].as_mut_ptr().add(l - range.start);
+                            let mut value = $load(target);
+                            for r in 0..ROWS {
+                                registers[r][j] = $fmadd(k[r], x, registers[r][j]);
+                                value = $fmadd(k[r], factors[r][j], value);
+                            }
+                            $store(target, value);
+                        }
+                    }
+                    l += $w;
+                }
+                for r in 0..ROWS {
+                    for j in 0..R {
+                        // SAFETY: one SIMD vector into its lanes.
+                        unsafe { $store(acc[r * stride + j].as_mut_ptr(), registers[r][j]) };
+                    }
+                }
+            }
+        };
+    }
+    symmetric_tile!(
+        symmetric_tile_f64,
+        f64,
+        4,
+        _mm256_loadu_pd,
+        _mm256_storeu_pd,
+        _mm256_fmadd_pd,
+        _mm256_set1_pd,
+        _mm256_setzero_pd
+    );
+    symmetric_tile!(
+        symmetric_tile_f32,
+        f32,
+        8,
+        _mm256_loadu_ps,
+        _mm256_storeu_ps,
+        _mm256_fmadd_ps,
+        _mm256_set1_ps,
+        _mm256_setzero_ps
+    );
+
     /// Eight f64 partial sums per right-hand side in two 4-wide registers.
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn dots_f64<const R: usize>(row: &[f64], rhs: [&[f64]; R]) -> [f64; R] {
@@ -526,9 +675,6 @@ const SYMMETRIC_MIN_ORDER: usize = 64;
 /// Bands of rows of a symmetric pass, fixed by `m` alone so that no sum depends on the
 /// number of threads; enough to balance two threads on a shared machine.
 const SYMMETRIC_BANDS: usize = 16;
-/// Columns per piece of a symmetric pass: a row tile's piece, read from memory by the
-/// dot products, is read again from L1 by the transposed update.
-const SYMMETRIC_PIECE: usize = 512;
 
 /// The first row of each band, the bands' upper triangles of about equal size.
 fn band_starts(m: usize, bands: usize) -> Vec<usize> {
@@ -549,10 +695,13 @@ fn band_starts(m: usize, bands: usize) -> Vec<usize> {
 
 /// [`multiply_groups`] for a symmetric `K`, reading its upper triangle only: element
 /// `K[i,l]`, `i < l`, read once, adds `K[i,l]·x[l]` to output `i` (the dot product along
-/// row `i`, with the register tiles of a full pass) and `K[i,l]·x[i]` to output `l` (a
-/// multiply-add into a buffer of the row's band, re-reading the row piece from L1). The
+/// row `i`) and `K[i,l]·x[i]` to output `l` (a multiply-add into a buffer of the row's
+/// band), both from one load of the element ([`Dots::symmetric_tile`]). The
 /// same multiply-adds as a full pass from half the bytes: for the one or two right-hand
-/// sides of a stage-1 pick, whose pass is bound by memory, up to twice as fast.
+/// sides of a stage-1 pick, whose pass is bound by memory, ~1.5× faster at m = 4,000.
+/// Wide passes (a stage's) stay with full rows: there the transposed update, a load and
+/// a store of the buffer per multiply-add of a right-hand side, makes a pass ~2× slower
+/// than the register tiles of a full pass, which are bound by arithmetic, not memory.
 ///
 /// Output `i` sums, in this order: its row's lanes, the row's leftover columns and its
 /// diagonal block, then the buffers of the bands at or before it, in band order. The bands
@@ -604,10 +753,13 @@ fn symmetric_products<F: Real>(
             scalars: vec![F::zero(); rows.len() * width],
             buffer: vec![F::zero(); width * (m - rows.start)],
         };
+        // 4 rows × 1 right-hand side or 2 × 2: accumulators, factors, kernel elements,
+        // right-hand sides and buffers in 14 of the 16 SIMD registers.
+        let tile_rows = if r == 1 { 4 } else { 2 };
         let mut i = rows.start;
         while i < rows.end {
             // The transposed update goes to the buffer of the tile's group: one per tile.
-            let mut tile = 4.min(rows.end - i);
+            let mut tile = tile_rows.min(rows.end - i);
             if (i..i + tile).any(|row| group_of[row] != group_of[i]) {
                 tile = 1;
             }
@@ -627,8 +779,7 @@ fn symmetric_products<F: Real>(
             .collect();
         (own, band.buffer)
     };
-    let by_band: Vec<(Vec<F>, Vec<F>)> =
-        pool.install(|| band_rows.par_iter().map(band).collect());
+    let by_band: Vec<(Vec<F>, Vec<F>)> = pool.install(|| band_rows.par_iter().map(band).collect());
     let mut out = vec![vec![vec![F::zero(); m]; r]; groups.len()];
     for (rows, (own, _)) in band_rows.iter().zip(&by_band) {
         for (i, values) in rows.clone().zip(own.chunks_exact(width)) {
@@ -665,13 +816,12 @@ struct SymmetricBand<'a, F: Real> {
 
 impl<F: Real> SymmetricBand<'_, F> {
     /// Rows `i..i + T` (one group): their block on the diagonal, then the columns right
-    /// of it piece by piece.
+    /// of it, run of column groups by run.
     fn tile<const T: usize>(&mut self, i: usize) {
         let (m, r, width) = (self.m, self.rhs.len(), self.width);
         let rows: [&[F]; T] = std::array::from_fn(|t| &self.kernel[(i + t) * m..(i + t + 1) * m]);
         let row_group = self.group_of[i];
         let local = i - self.first_row;
-        let buffer_len = m - self.first_row;
         let right = i + T;
         for (t, row) in rows.iter().enumerate() {
             for l in i + t..right {
@@ -683,67 +833,85 @@ impl<F: Real> SymmetricBand<'_, F> {
                 }
                 if let (Some(g), true) = (row_group, l > i + t) {
                     for (j, x) in self.rhs.iter().enumerate() {
-                        let sum = &mut self.buffer[(g * r + j) * buffer_len + l - self.first_row];
+                        let sum = self.buffer_at(g, j, l);
                         *sum = row[l].mul_add(x[i + t], *sum);
                     }
                 }
             }
         }
-        let mut segment = self.segments.partition_point(|(run, _)| run.end <= right);
-        let mut start = right;
-        while start < m {
-            let end = (start + SYMMETRIC_PIECE).min(m);
-            while segment < self.segments.len() && self.segments[segment].0.start < end {
-                let (run, group) = &self.segments[segment];
-                let piece = run.start.max(start)..run.end.min(end);
-                if let Some(g) = *group {
-                    self.dot_piece(&rows, local, g, piece);
-                }
-                if run.end > end {
-                    break;
-                }
-                segment += 1;
+        let first = self.segments.partition_point(|(run, _)| run.end <= right);
+        for s in first..self.segments.len() {
+            let (run, column_group) = self.segments[s].clone();
+            let piece = run.start.max(right)..run.end;
+            let body = piece.start..piece.start + piece.len() / F::WIDTH * F::WIDTH;
+            match r {
+                1 => self.body::<T, 1>(&rows, i, column_group, row_group, body.clone()),
+                _ => self.body::<T, 2>(&rows, i, column_group, row_group, body.clone()),
             }
-            if let Some(g) = row_group {
-                for (j, x) in self.rhs.iter().enumerate() {
-                    let coefficients: [F; T] = std::array::from_fn(|t| -x[i + t]);
-                    let pieces: [&[F]; T] = std::array::from_fn(|t| &rows[t][start..end]);
-                    let offset = (g * r + j) * buffer_len;
-                    let columns = start - self.first_row..end - self.first_row;
-                    F::subtract_terms(
-                        &mut self.buffer[offset + columns.start..offset + columns.end],
-                        pieces,
-                        coefficients,
-                    );
+            // The columns left over, one by one.
+            for (t, row) in rows.iter().enumerate() {
+                for l in body.end..piece.end {
+                    for (j, x) in self.rhs.iter().enumerate() {
+                        if let Some(g) = column_group {
+                            let sum = &mut self.scalars[(local + t) * width + g * r + j];
+                            *sum = row[l].mul_add(x[l], *sum);
+                        }
+                        if let Some(g) = row_group {
+                            let sum = self.buffer_at(g, j, l);
+                            *sum = row[l].mul_add(x[i + t], *sum);
+                        }
+                    }
                 }
             }
-            start = end;
         }
     }
 
-    /// `rows[t][piece]·x[piece]` into the outputs of group `g`.
-    fn dot_piece<const T: usize>(
+    /// The buffer element of output `(g, j)` for row `l`.
+    fn buffer_at(&mut self, g: usize, j: usize, l: usize) -> &mut F {
+        let len = self.m - self.first_row;
+        &mut self.buffer[(g * self.rhs.len() + j) * len + l - self.first_row]
+    }
+
+    /// A whole number of SIMD widths of columns `body`, of group `column_group`, for rows
+    /// `i..i + T` of group `row_group`: both halves from one load of each element.
+    fn body<const T: usize, const R: usize>(
         &mut self,
         rows: &[&[F]; T],
-        local: usize,
-        g: usize,
-        piece: std::ops::Range<usize>,
+        i: usize,
+        column_group: Option<usize>,
+        row_group: Option<usize>,
+        body: std::ops::Range<usize>,
     ) {
-        let (r, width) = (self.rhs.len(), self.width);
-        let body_end = piece.start + piece.len() / F::WIDTH * F::WIDTH;
-        let acc = &mut self.lanes[local * width + g * r..];
-        match *self.rhs {
-            [x] => F::tile(*rows, [x], piece.start..body_end, acc, width),
-            [x, y] => F::tile(*rows, [x, y], piece.start..body_end, acc, width),
-            _ => unreachable!("symmetric passes take one or two right-hand sides"),
-        }
-        for (t, row) in rows.iter().enumerate() {
-            for (j, x) in self.rhs.iter().enumerate() {
-                let sum = &mut self.scalars[(local + t) * width + g * r + j];
-                for l in body_end..piece.end {
-                    *sum = row[l].mul_add(x[l], *sum);
+        let rhs: [&[F]; R] = std::array::from_fn(|j| self.rhs[j]);
+        let acc_start = (i - self.first_row) * self.width;
+        let len = self.m - self.first_row;
+        let columns = body.start - self.first_row..body.end - self.first_row;
+        match (column_group, row_group) {
+            (Some(g), Some(h)) => {
+                let coefficients: [[F; R]; T] =
+                    std::array::from_fn(|t| std::array::from_fn(|j| rhs[j][i + t]));
+                let mut outputs = self.buffer[h * R * len..(h + 1) * R * len].chunks_exact_mut(len);
+                let buffers: [&mut [F]; R] = std::array::from_fn(|_| {
+                    let output = outputs.next().expect("R outputs per group");
+                    &mut output[columns.clone()]
+                });
+                let acc = &mut self.lanes[acc_start + g * R..];
+                F::symmetric_tile(*rows, rhs, coefficients, body, acc, self.width, buffers);
+            }
+            (Some(g), None) => {
+                let acc = &mut self.lanes[acc_start + g * R..];
+                F::tile(*rows, rhs, body, acc, self.width);
+            }
+            (None, Some(h)) => {
+                for (j, x) in rhs.iter().enumerate() {
+                    let negated: [F; T] = std::array::from_fn(|t| -x[i + t]);
+                    let pieces: [&[F]; T] = std::array::from_fn(|t| &rows[t][body.clone()]);
+                    let offset = (h * R + j) * len;
+                    let buffer = &mut self.buffer[offset + columns.start..offset + columns.end];
+                    F::subtract_terms(buffer, pieces, negated);
                 }
             }
+            (None, None) => {}
         }
     }
 }
@@ -995,8 +1163,16 @@ mod tests {
                         let two = symmetric_products(&pool(2), &kernel, m, &rhs, &groups, bands);
                         assert_eq!(one, two, "thread count changed the result");
                         assert_eq!(one.concat().concat().len(), full.concat().concat().len());
-                        for (a, b) in one.iter().flatten().flatten().zip(full.iter().flatten().flatten()) {
-                            assert!((a - b).abs() <= 1e-9 * (1.0 + b.abs()), "{a} vs {b} (m={m})");
+                        for (a, b) in one
+                            .iter()
+                            .flatten()
+                            .flatten()
+                            .zip(full.iter().flatten().flatten())
+                        {
+                            assert!(
+                                (a - b).abs() <= 1e-9 * (1.0 + b.abs()),
+                                "{a} vs {b} (m={m})"
+                            );
                         }
                     }
                 }
