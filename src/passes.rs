@@ -1181,6 +1181,20 @@ mod tests {
     }
 
     #[test]
+    fn symmetric_f32_passes_match_full_passes() {
+        let m = 301;
+        let kernel: Vec<f32> = symmetric_kernel(m).into_iter().map(|v| v as f32).collect();
+        let x: Vec<f32> = (0..m).map(|i| (i % 7) as f32 - 3.0).collect();
+        let groups = [ColumnGroup::all::<f32>(m)];
+        let row = |i: usize| &kernel[i * m..(i + 1) * m];
+        let full = products(&pool(1), m, row, &[&x], &groups);
+        let triangle = symmetric_products(&pool(2), &kernel, m, &[&x], &groups, 5);
+        for (a, b) in triangle[0][0].iter().zip(&full[0][0]) {
+            assert!((a - b).abs() <= 1e-4 * (1.0 + b.abs()), "{a} vs {b}");
+        }
+    }
+
+    #[test]
     fn dot_products_match_naive_dots() {
         let vectors: Vec<Vec<f32>> = (0..9)
             .map(|r| (0..45).map(|i| ((i * r) % 5) as f32 - 2.0).collect())
