@@ -4,7 +4,10 @@
 //! dot product summed in one fixed order whatever the number of threads (rows are split
 //! between threads, never the reduction), so the selection does not depend on
 //! `n_threads`; and all right-hand sides of a pick or a stage share one streaming read
-//! of `K`, which is the cost floor of the greedy loop (DESIGN §4).
+//! of `K`, which is the cost floor of the greedy loop (DESIGN §4). A BLAS `dsymv`, which
+//! also reads one triangle, would neither fix the order of the sums nor split by class.
+//! Passes with one or two right-hand sides read only the upper triangle of the symmetric
+//! `K` ([`symmetric_products`]); wider ones, bound by arithmetic, read whole rows.
 
 use crate::real::Real;
 use rayon::prelude::*;
