@@ -16,7 +16,7 @@
 //! `S` picks costs one read of `K_0` with `2S` right-hand sides: every direction of the
 //! stage is a combination of the stage-start columns (and earlier directions, whose
 //! products are kept), so each vector carries its products with `K_0` along
-//! ([`Tracked`]). Schur's `u = K_t x/λ` leaves that span, so its picks stay sequential.
+//! (`Tracked`). Schur's `u = K_t x/λ` leaves that span, so its picks stay sequential.
 //! A read with one or two right-hand sides touches only the upper triangle of the
 //! symmetric `K_0` ([`passes::multiply_groups`]).
 

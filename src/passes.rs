@@ -7,7 +7,7 @@
 //! of `K`, which is the cost floor of the greedy loop (DESIGN §4). A BLAS `dsymv`, which
 //! also reads one triangle, would neither fix the order of the sums nor split by class.
 //! Passes with one or two right-hand sides read only the upper triangle of the symmetric
-//! `K` ([`symmetric_products`]); wider ones, bound by arithmetic, read whole rows.
+//! `K` (`symmetric_products`); wider ones, bound by arithmetic, read whole rows.
 
 use crate::real::Real;
 use rayon::prelude::*;
@@ -657,7 +657,7 @@ pub fn multiply<F: Real>(
 /// output is summed in one order whatever the number of threads or the tile shapes.
 ///
 /// `K` must be symmetric: passes with one or two right-hand sides, bound by the speed of
-/// memory, read only its upper triangle ([`symmetric_products`]).
+/// memory, read only its upper triangle (`symmetric_products`).
 pub fn multiply_groups<F: Real>(
     pool: &rayon::ThreadPool,
     kernel: &[F],
