@@ -818,30 +818,14 @@ struct SymmetricBand<'a, F: Real> {
 }
 
 impl<F: Real> SymmetricBand<'_, F> {
-    /// Rows `i..i + T` (one group): their block on the diagonal, then the columns right
-    /// of it, run of column groups by run.
+    /// Rows `i..i + T` (one group): the columns right of their block on the diagonal, run
+    /// of column groups by run, then the block.
     fn tile<const T: usize>(&mut self, i: usize) {
         let (m, r, width) = (self.m, self.rhs.len(), self.width);
         let rows: [&[F]; T] = std::array::from_fn(|t| &self.kernel[(i + t) * m..(i + t + 1) * m]);
         let row_group = self.group_of[i];
         let local = i - self.first_row;
         let right = i + T;
-        for (t, row) in rows.iter().enumerate() {
-            for l in i + t..right {
-                if let Some(g) = self.group_of[l] {
-                    for (j, x) in self.rhs.iter().enumerate() {
-                        let sum = &mut self.scalars[(local + t) * width + g * r + j];
-                        *sum = row[l].mul_add(x[l], *sum);
-                    }
-                }
-                if let (Some(g), true) = (row_group, l > i + t) {
-                    for (j, x) in self.rhs.iter().enumerate() {
-                        let sum = self.buffer_at(g, j, l);
-                        *sum = row[l].mul_add(x[i + t], *sum);
-                    }
-                }
-            }
-        }
         let first = self.segments.partition_point(|(run, _)| run.end <= right);
         for s in first..self.segments.len() {
             let (run, column_group) = self.segments[s].clone();
@@ -863,6 +847,24 @@ impl<F: Real> SymmetricBand<'_, F> {
                             let sum = self.buffer_at(g, j, l);
                             *sum = row[l].mul_add(x[i + t], *sum);
                         }
+                    }
+                }
+            }
+        }
+        // The block on the diagonal last: its cache lines are the rows' first, fetched by
+        // the stream of the body (when they share a line with it) and not waited for alone.
+        for (t, row) in rows.iter().enumerate() {
+            for l in i + t..right {
+                if let Some(g) = self.group_of[l] {
+                    for (j, x) in self.rhs.iter().enumerate() {
+                        let sum = &mut self.scalars[(local + t) * width + g * r + j];
+                        *sum = row[l].mul_add(x[l], *sum);
+                    }
+                }
+                if let (Some(g), true) = (row_group, l > i + t) {
+                    for (j, x) in self.rhs.iter().enumerate() {
+                        let sum = self.buffer_at(g, j, l);
+                        *sum = row[l].mul_add(x[i + t], *sum);
                     }
                 }
             }
