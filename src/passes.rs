@@ -1158,7 +1158,9 @@ mod tests {
             let xs: Vec<Vec<f64>> = (0..2)
                 .map(|j| (0..m).map(|i| ((i + 5 * j) % 7) as f64 - 3.0).collect())
                 .collect();
-            for groups in [vec![ColumnGroup::all::<f64>(m)], class_groups] {
+            // One class alone leaves columns (and rows) in no group.
+            let one_class = vec![ColumnGroup::of_class::<f64>(&labels, false)];
+            for groups in [vec![ColumnGroup::all::<f64>(m)], class_groups, one_class] {
                 for r in 1..=2 {
                     let rhs: Vec<&[f64]> = xs[..r].iter().map(Vec::as_slice).collect();
                     let row = |i: usize| &kernel[i * m..(i + 1) * m];
