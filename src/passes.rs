@@ -821,10 +821,9 @@ impl<F: Real> SymmetricBand<'_, F> {
     /// Rows `i..i + T` (one group): the columns right of their block on the diagonal, run
     /// of column groups by run, then the block.
     fn tile<const T: usize>(&mut self, i: usize) {
-        let (m, r, width) = (self.m, self.rhs.len(), self.width);
+        let (m, r) = (self.m, self.rhs.len());
         let rows: [&[F]; T] = std::array::from_fn(|t| &self.kernel[(i + t) * m..(i + t + 1) * m]);
         let row_group = self.group_of[i];
-        let local = i - self.first_row;
         let right = i + T;
         let first = self.segments.partition_point(|(run, _)| run.end <= right);
         for s in first..self.segments.len() {
@@ -838,43 +837,34 @@ impl<F: Real> SymmetricBand<'_, F> {
             // The columns left over, one by one.
             for (t, row) in rows.iter().enumerate() {
                 for l in body.end..piece.end {
-                    for (j, x) in self.rhs.iter().enumerate() {
-                        if let Some(g) = column_group {
-                            let sum = &mut self.scalars[(local + t) * width + g * r + j];
-                            *sum = row[l].mul_add(x[l], *sum);
-                        }
-                        if let Some(g) = row_group {
-                            let sum = self.buffer_at(g, j, l);
-                            *sum = row[l].mul_add(x[i + t], *sum);
-                        }
-                    }
+                    self.scalar_element(i + t, l, row[l], row_group);
                 }
             }
         }
         // The block on the diagonal last: its cache lines are the rows' first, fetched by
         // the stream of the body (when they share a line with it) and not waited for alone.
         for (t, row) in rows.iter().enumerate() {
-            for l in i + t..right {
-                if let Some(g) = self.group_of[l] {
-                    for (j, x) in self.rhs.iter().enumerate() {
-                        let sum = &mut self.scalars[(local + t) * width + g * r + j];
-                        *sum = row[l].mul_add(x[l], *sum);
-                    }
-                }
-                if let (Some(g), true) = (row_group, l > i + t) {
-                    for (j, x) in self.rhs.iter().enumerate() {
-                        let sum = self.buffer_at(g, j, l);
-                        *sum = row[l].mul_add(x[i + t], *sum);
-                    }
-                }
+            self.scalar_element(i + t, i + t, row[i + t], None); // counted once
+            for l in i + t + 1..right {
+                self.scalar_element(i + t, l, row[l], row_group);
             }
         }
     }
 
-    /// The buffer element of output `(g, j)` for row `l`.
-    fn buffer_at(&mut self, g: usize, j: usize, l: usize) -> &mut F {
-        let len = self.m - self.first_row;
-        &mut self.buffer[(g * self.rhs.len() + j) * len + l - self.first_row]
+    /// Element `K[i,l]`, `l ≥ i`, one by one: `K[i,l]·x[l]` into output `i` of the column's
+    /// group and, when `row_group` is given, `K[i,l]·x[i]` into output `l` of that group.
+    fn scalar_element(&mut self, i: usize, l: usize, value: F, row_group: Option<usize>) {
+        let (r, len) = (self.rhs.len(), self.m - self.first_row);
+        for (j, x) in self.rhs.iter().enumerate() {
+            if let Some(g) = self.group_of[l] {
+                let sum = &mut self.scalars[(i - self.first_row) * self.width + g * r + j];
+                *sum = value.mul_add(x[l], *sum);
+            }
+            if let Some(g) = row_group {
+                let sum = &mut self.buffer[(g * r + j) * len + l - self.first_row];
+                *sum = value.mul_add(x[i], *sum);
+            }
+        }
     }
 
     /// A whole number of SIMD widths of columns `body`, of group `column_group`, for rows
