@@ -51,9 +51,17 @@ CLASS_SORTED = True
 
 def paired_times(first, second, repeats):
     """Times of ``first`` and ``second`` run one after the other ``repeats`` times, so that
-    each pair sees the same state of a shared machine."""
-    pairs = [(median_time(first, 1), median_time(second, 1)) for _ in range(repeats)]
-    return [a for a, _ in pairs], [b for _, b in pairs]
+    each pair sees the same state of a shared machine; the order alternates from pair to
+    pair, so that neither side always runs on the caches and clock the other left."""
+    firsts, seconds = [], []
+    for pair in range(repeats):
+        if pair % 2 == 0:
+            firsts.append(median_time(first, 1))
+            seconds.append(median_time(second, 1))
+        else:
+            seconds.append(median_time(second, 1))
+            firsts.append(median_time(first, 1))
+    return firsts, seconds
 
 
 def problem(m, d, dtype, seed=0):
