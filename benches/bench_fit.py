@@ -15,7 +15,10 @@ timed apart from the kernel computation. Sections:
 * ``kernel``  — the kernel computation against ``sklearn.metrics.pairwise.rbf_kernel``;
 * ``large``   — m = 30,000 in float32, k = 200, stages 10: kernel + fit, and the up-front
   refusal of a size that cannot fit in memory;
-* ``path``    — the sparsity path (k = 10, 20, ..., 200) against the greedy fit.
+* ``path``    — the sparsity path (k = 10, 20, ..., 200) against the greedy fit;
+* ``loop``    — whole ``GreedyKFDA.fit`` calls back to back, as in a cross-validation, at the
+  benchmark data sets' size (m = 1,000, k = 100), against the greedy phase alone, with the
+  models' BLAS on one thread (as shipped) and left multi-threaded.
 
 Prints Markdown tables; exits non-zero if a measurement failed.
 """
@@ -23,6 +26,7 @@ Prints Markdown tables; exits non-zero if a measurement failed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import subprocess
@@ -34,7 +38,7 @@ import numpy as np
 
 from gkfda import DEFLATIONS, GreedyKFDA, _core, reference
 
-SECTIONS = ("floor", "stages", "float32", "memory", "kernel", "large", "path")
+SECTIONS = ("floor", "stages", "float32", "memory", "kernel", "large", "path", "loop")
 
 
 def median_time(function, repeats):
@@ -280,6 +284,54 @@ def section_path(args):
     print(f"| greedy fit | {greedy * 1e3:.0f} | 1 |")
     print(f"| error_path on 1,000 validation points, {len(ks)} values of k | {path * 1e3:.0f} | {path / greedy:.1%} |")
     print(f"| truncate() to each of the {len(ks)} values | {truncations * 1e3:.0f} | {truncations / greedy:.1%} |")
+    return True
+
+
+def section_loop(args):
+    import gkfda._model
+    import gkfda.estimator
+
+    m, k = 1000, 100
+    shipped = gkfda._model.one_blas_thread
+
+    def blas_on_one_thread(flag):
+        context = shipped if flag else contextlib.nullcontext
+        gkfda._model.one_blas_thread = gkfda.estimator.one_blas_thread = context
+
+    print(f"\n### Fits back to back (m={m}, k={k}, d={args.d}, float64, {args.threads} threads)\n")
+    print("Each figure is the median over pairs of the mean of 5 consecutive fits; `greedy alone` is")
+    print("one `greedy_select` on the fit's kernel (a 3-class fit makes one per class). The models'")
+    print("BLAS on one thread is what ships; multi-threaded is the design before the fifth session.\n")
+    print("| problem | greedy alone (ms) | fit, BLAS on one thread (ms) | fit, BLAS multi-threaded (ms) | "
+          "multi-threaded / one thread |")
+    print("|---|---|---|---|---|")
+    rng = np.random.default_rng(0)
+    try:
+        for deflation, classes in (("schur", 2), ("projection", 2), ("schur", 3)):
+            X = rng.standard_normal((m, args.d))
+            score = X[:, 0] + np.sin(X[:, 1])
+            y = (score > 0).astype(int) if classes == 2 else np.digitize(score, [-0.5, 0.5])
+            model = GreedyKFDA(k=k, gamma=1.0 / args.d, deflation=deflation, n_jobs=args.threads)
+            order = np.argsort(y, kind="stable")
+            K = _core.kernel_matrix(np.ascontiguousarray(X[order]), kernel="rbf", gamma=1.0 / args.d,
+                                    n_threads=args.threads)
+            positive = np.ascontiguousarray(y[order] == 1)
+            greedy = median_time(lambda: _core.greedy_select(K, positive, k, deflation=deflation,
+                                                             n_threads=args.threads), args.repeats)
+
+            def fits(flag):
+                blas_on_one_thread(flag)
+                for _ in range(5):
+                    model.fit(X, y)
+
+            one, many = paired_times(lambda: fits(True), lambda: fits(False), args.repeats)
+            one, many = [t / 5 for t in one], [t / 5 for t in many]
+            ratio = statistics.median(b / a for a, b in zip(one, many))
+            name = f"{deflation}, {classes} classes"
+            print(f"| {name} | {greedy * 1e3:.0f} | {statistics.median(one) * 1e3:.0f} | "
+                  f"{statistics.median(many) * 1e3:.0f} | {ratio:.2f}× |")
+    finally:
+        blas_on_one_thread(True)
     return True
 
 

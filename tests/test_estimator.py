@@ -393,3 +393,43 @@ def test_every_criterion_and_deflation_fits(moons, criterion, deflation):
     assert 1 <= model.k_ <= 6
     assert len(np.unique(model.support_)) == model.k_
     assert np.all(np.isfinite(model.decision_function(X)))
+
+
+# -- BLAS threads ------------------------------------------------------------------------
+
+
+def _blas_threads():
+    import threadpoolctl
+
+    return {lib["filepath"]: lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"}
+
+
+def test_the_model_linear_algebra_runs_on_one_blas_thread_and_restores_it(monkeypatch):
+    """Multi-threaded BLAS workers keep spinning after a call and slow the Rust passes of
+    the next fit; the models' small linear algebra runs on one BLAS thread instead, and
+    the caller's setting comes back afterwards."""
+    import threadpoolctl
+
+    import gkfda._model
+
+    X, y = make_moons(200, noise=0.2, random_state=0)
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):
+        before = _blas_threads()
+        if not before:
+            pytest.skip("no BLAS library that threadpoolctl can see")
+        seen = []
+        original = gkfda._model.ClassStatistics.of.__func__
+
+        def spy(cls, features, positive):
+            seen.append(_blas_threads())
+            return original(cls, features, positive)
+
+        monkeypatch.setattr(gkfda._model.ClassStatistics, "of", classmethod(spy))
+        model = GreedyKFDA(k=20, gamma=2.0).fit(X, y)
+        assert seen and all(set(threads.values()) == {1} for threads in seen)
+        assert _blas_threads() == before
+        with gkfda._model.one_blas_thread():
+            assert set(_blas_threads().values()) == {1}
+        assert _blas_threads() == before
+        model.decision_path(X, ks=[5, 20])
+        assert _blas_threads() == before

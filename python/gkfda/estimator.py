@@ -14,7 +14,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
-from ._model import BinaryModel, fit_binary
+from ._model import BinaryModel, fit_binary, one_blas_thread
 from ._validation import (
     check_choice,
     check_dtype,
@@ -487,16 +487,17 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         """
         ks = self._check_ks(ks)
         kernels = self._kernel_to_supports(X)
-        features = [model.transform(kernel) for model, kernel in zip(self._models, kernels)]
         binary = len(self._models) == 1
         path = []
-        for k in ks:
-            values = []
-            for model, phi in zip(self._models, features):
-                truncated = model.truncated(k)
-                f = phi[:, : len(truncated.support)] @ truncated.coef + truncated.intercept
-                values.append(f if binary else truncated.proba_slope * f)
-            path.append(values[0] if binary else np.column_stack(values))
+        with one_blas_thread():
+            features = [model.transform(kernel) for model, kernel in zip(self._models, kernels)]
+            for k in ks:
+                values = []
+                for model, phi in zip(self._models, features):
+                    truncated = model.truncated(k)
+                    f = phi[:, : len(truncated.support)] @ truncated.coef + truncated.intercept
+                    values.append(f if binary else truncated.proba_slope * f)
+                path.append(values[0] if binary else np.column_stack(values))
         return np.stack(path)
 
     def error_path(self, X, y, ks=None):
