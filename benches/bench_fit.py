@@ -18,7 +18,8 @@ timed apart from the kernel computation. Sections:
 * ``path``    — the sparsity path (k = 10, 20, ..., 200) against the greedy fit;
 * ``loop``    — whole ``GreedyKFDA.fit`` calls back to back, as in a cross-validation, at the
   benchmark data sets' size (m = 1,000, k = 100), against the greedy phase alone, with the
-  models' BLAS on one thread (as shipped) and left multi-threaded.
+  models' BLAS on one thread (as shipped) and left multi-threaded; and a parallel
+  ``GridSearchCV`` with the estimator's threads following joblib's limit or on every core.
 
 Prints Markdown tables; exits non-zero if a measurement failed.
 """
@@ -332,6 +333,26 @@ def section_loop(args):
                   f"{statistics.median(many) * 1e3:.0f} | {ratio:.2f}× |")
     finally:
         blas_on_one_thread(True)
+
+    # A parallel grid search: joblib's workers set OMP_NUM_THREADS to cores // n_jobs, which
+    # n_jobs=None follows; n_jobs=<cores> is what None meant before the fifth session.
+    from sklearn.model_selection import GridSearchCV
+
+    X = rng.standard_normal((1500, args.d))
+    y = (X[:, 0] + np.sin(X[:, 1]) > 0).astype(int)
+    grid = {"gamma": [0.01, 0.03, 0.05, 0.1], "deflation": ["schur", "projection"]}
+
+    def search(n_jobs):
+        GridSearchCV(GreedyKFDA(k=100, n_jobs=n_jobs), grid, cv=5, n_jobs=args.threads).fit(X, y)
+
+    search(None)  # starts joblib's worker processes
+    following, every_core = paired_times(lambda: search(None), lambda: search(args.threads), args.repeats)
+    ratio = statistics.median(b / a for a, b in zip(following, every_core))
+    print(f"\n`GridSearchCV(GreedyKFDA(k=100), n_jobs={args.threads})`, 8 candidates × 5 folds, m = 1,500:\n")
+    print("| estimator threads in each worker | seconds | ratio |")
+    print("|---|---|---|")
+    print(f"| `n_jobs=None`: OMP_NUM_THREADS, set by joblib | {statistics.median(following):.2f} | 1 |")
+    print(f"| `n_jobs={args.threads}`: every core | {statistics.median(every_core):.2f} | {ratio:.2f}× |")
     return True
 
 

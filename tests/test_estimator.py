@@ -308,6 +308,31 @@ def test_thread_count_does_not_change_results(moons, criterion):
     assert_array_equal(one.predict_proba(X), two.predict_proba(X))
 
 
+@pytest.mark.parametrize("value, limit", [("1", 1), ("1,1", 1), ("1000", None), ("", None), ("0", None), ("two", None)])
+def test_n_jobs_none_follows_omp_num_threads(monkeypatch, moons, value, limit):
+    """joblib's worker processes set OMP_NUM_THREADS to cores // n_jobs; ``n_jobs=None``
+    follows it so that a parallel grid search does not oversubscribe the machine."""
+    from gkfda import _core
+    from gkfda._validation import thread_count
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    cores = thread_count(None)
+    monkeypatch.setenv("OMP_NUM_THREADS", value)
+    expected = cores if limit is None else limit
+    assert thread_count(None) == expected
+    assert thread_count(3) == 3 and thread_count(-1) == cores  # explicit values are kept
+    seen = []
+    original = _core.greedy_select
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["n_threads"])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(_core, "greedy_select", spy)
+    GreedyKFDA(k=10, gamma=2.0).fit(*moons)
+    assert seen == [expected]
+
+
 def test_random_criterion_reproducible(moons):
     X, y = moons
     first = GreedyKFDA(k=30, criterion="random", random_state=42).fit(X, y)

@@ -58,17 +58,29 @@ def check_dtype(value) -> type:
 
 
 def thread_count(n_jobs) -> int:
-    """joblib's convention, except that ``None`` means all available cores."""
+    """joblib's convention, except that ``None`` means all available cores, or
+    ``OMP_NUM_THREADS`` of them when that is set.
+
+    joblib sets ``OMP_NUM_THREADS`` to cores // n_jobs in its worker processes, so that an
+    estimator inside ``GridSearchCV(n_jobs=2)`` does not start a thread per core in each
+    worker (scikit-learn's own OpenMP code follows it the same way).
+    """
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
         cores = os.cpu_count() or 1
     if n_jobs is None:
-        return cores
+        return min(cores, _omp_thread_limit() or cores)
     n_jobs = int(check_int(n_jobs, "n_jobs", minimum=-(10**6)))
     if n_jobs == 0:
         raise ValueError("n_jobs: must be a positive or negative integer, not 0")
     return n_jobs if n_jobs > 0 else max(1, cores + 1 + n_jobs)
+
+
+def _omp_thread_limit():
+    """The first level of ``OMP_NUM_THREADS`` ("4" or "4,2"), or None if unset or invalid."""
+    first = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    return int(first) if first.isdigit() and int(first) > 0 else None
 
 
 def available_memory() -> int:

@@ -71,8 +71,10 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         Precision of the kernel matrix and of the selection engine (float32 halves
         memory and time). The discriminant itself is solved in float64.
     n_jobs : int or None, default=None
-        Threads of the kernel and selection. ``None`` uses every available core, ``-1``
-        too, ``-2`` all but one. Results do not depend on it.
+        Threads of the kernel and selection. ``None`` uses every available core, or
+        ``OMP_NUM_THREADS`` of them when it is set (as joblib does in its worker processes,
+        so that ``GridSearchCV(n_jobs=...)`` does not oversubscribe the machine); ``-1``
+        uses every core, ``-2`` all but one. Results do not depend on it.
     random_state : int, RandomState instance or None, default=None
         Seed of the ``random`` criterion.
 
