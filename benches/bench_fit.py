@@ -301,24 +301,19 @@ def section_loop(args):
 
     print(f"\n### Fits back to back (m={m}, k={k}, d={args.d}, float64, {args.threads} threads)\n")
     print("Each figure is the median over pairs of the mean of 5 consecutive fits; `greedy alone` is")
-    print("one `greedy_select` on the fit's kernel (a 3-class fit makes one per class). The models'")
-    print("BLAS on one thread is what ships; multi-threaded is the design before the fifth session.\n")
+    print("one `greedy_select` on the two-class problem's kernel (a 3-class fit makes one per class).")
+    print("The models' BLAS on one thread is what ships; multi-threaded is the design before the fifth")
+    print("session.\n")
     print("| problem | greedy alone (ms) | fit, BLAS on one thread (ms) | fit, BLAS multi-threaded (ms) | "
           "multi-threaded / one thread |")
     print("|---|---|---|---|---|")
-    rng = np.random.default_rng(0)
+    X, y_binary = problem(m, args.d, np.float64)
+    K = _core.kernel_matrix(X, kernel="rbf", gamma=1.0 / args.d, n_threads=args.threads)
     try:
         for deflation, classes in (("schur", 2), ("projection", 2), ("schur", 3)):
-            X = rng.standard_normal((m, args.d))
-            score = X[:, 0] + np.sin(X[:, 1])
-            y = (score > 0).astype(int) if classes == 2 else np.digitize(score, [-0.5, 0.5])
+            y = y_binary if classes == 2 else np.digitize(X[:, 0] + np.sin(X[:, 1]), [-0.5, 0.5])
             model = GreedyKFDA(k=k, gamma=1.0 / args.d, deflation=deflation, n_jobs=args.threads)
-            order = np.argsort(y, kind="stable")
-            K = _core.kernel_matrix(np.ascontiguousarray(X[order]), kernel="rbf", gamma=1.0 / args.d,
-                                    n_threads=args.threads)
-            positive = np.ascontiguousarray(y[order] == 1)
-            greedy = median_time(lambda: _core.greedy_select(K, positive, k, deflation=deflation,
-                                                             n_threads=args.threads), args.repeats)
+            greedy = median_time(lambda: select(K, y_binary, k, deflation, 1, args.threads), args.repeats)
 
             def fits(flag):
                 blas_on_one_thread(flag)
@@ -338,8 +333,7 @@ def section_loop(args):
     # n_jobs=None follows; n_jobs=<cores> is what None meant before the fifth session.
     from sklearn.model_selection import GridSearchCV
 
-    X = rng.standard_normal((1500, args.d))
-    y = (X[:, 0] + np.sin(X[:, 1]) > 0).astype(int)
+    X, y = problem(1500, args.d, np.float64)
     grid = {"gamma": [0.01, 0.03, 0.05, 0.1], "deflation": ["schur", "projection"]}
 
     def search(n_jobs):
