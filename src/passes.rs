@@ -7,7 +7,8 @@
 //! of `K`, which is the cost floor of the greedy loop (DESIGN §4). A BLAS `dsymv`, which
 //! also reads one triangle, would neither fix the order of the sums nor split by class.
 //! Passes with one or two right-hand sides read only the upper triangle of the symmetric
-//! `K` (`symmetric_products`); wider ones, bound by arithmetic, read whole rows.
+//! `K` (`symmetric_products`); wider ones, bound by arithmetic, read whole rows, each row
+//! once for up to 12 (`f64`) or 24 (`f32`) right-hand sides (`products_packed`).
 
 use crate::real::Real;
 use rayon::prelude::*;
@@ -35,6 +36,8 @@ pub trait Dots: Sized {
     /// Elements per [`Dots::Lanes`]; a pass's tiles cover row lengths in multiples of it.
     const WIDTH: usize;
     fn zero_lanes() -> Self::Lanes;
+    /// The lanes as a slice, in order.
+    fn lane_slice(lanes: &Self::Lanes) -> &[Self];
     /// The lanes' sum, in a fixed (pairwise) order.
     fn reduce(lanes: Self::Lanes) -> Self;
     /// A register tile of a pass: `acc[o·stride + j] += rows[o][range]·rhs[j][range]` lane
@@ -56,6 +59,17 @@ pub trait Dots: Sized {
         vectors: [&[Self]; R],
         coefficients: [Self; R],
     );
+    /// A tile of a wide pass: `acc[o·V + v][lane] += Σ_{l ∈ range} rows[o][l] ·
+    /// packed[(l·V + v)·WIDTH + lane]`, where `packed` holds up to `V·WIDTH` right-hand
+    /// sides interleaved column by column ([`pack_columns`]). Each kernel element is
+    /// broadcast once to all of them, so a row streams from memory once whatever their
+    /// number; each output is one running sum over `l` in ascending order.
+    fn packed_tile<const ROWS: usize, const V: usize>(
+        rows: [&[Self]; ROWS],
+        packed: &[Self],
+        range: std::ops::Range<usize>,
+        acc: &mut [Self::Lanes],
+    );
     /// The tile of a symmetric pass: [`Dots::tile`] over `range` and, from the same load
     /// of each kernel element, `buffers[j][l − range.start] += Σ_o coefficients[o][j] ·
     /// rows[o][l]` (one fused multiply-add per row, in the order of `o`).
@@ -72,7 +86,7 @@ pub trait Dots: Sized {
 
 /// The `f64` and `f32` impls differ only in the type, its SIMD width and the kernels' names.
 macro_rules! impl_dots {
-    ($t:ty, $width:literal, $dots:ident, $tile:ident, $subtract_terms:ident, $symmetric_tile:ident) => {
+    ($t:ty, $width:literal, $dots:ident, $tile:ident, $packed_tile:ident, $subtract_terms:ident, $symmetric_tile:ident) => {
         impl Dots for $t {
             #[inline]
             fn dots<const R: usize>(row: &[$t], rhs: [&[$t]; R]) -> [$t; R] {
@@ -89,6 +103,10 @@ macro_rules! impl_dots {
 
             fn zero_lanes() -> [$t; $width] {
                 [0.0; $width]
+            }
+
+            fn lane_slice(lanes: &[$t; $width]) -> &[$t] {
+                lanes
             }
 
             fn reduce(lanes: [$t; $width]) -> $t {
@@ -109,6 +127,21 @@ macro_rules! impl_dots {
                     return unsafe { simd::$tile(rows, rhs, range, acc, stride) };
                 }
                 portable_tile(rows, rhs, range, acc, stride)
+            }
+
+            #[inline]
+            fn packed_tile<const ROWS: usize, const V: usize>(
+                rows: [&[$t]; ROWS],
+                packed: &[$t],
+                range: std::ops::Range<usize>,
+                acc: &mut [[$t; $width]],
+            ) {
+                #[cfg(target_arch = "x86_64")]
+                if has_fma() {
+                    // SAFETY: AVX2 and FMA are available (checked just above).
+                    return unsafe { simd::$packed_tile::<ROWS, V>(rows, packed, range, acc) };
+                }
+                portable_packed_tile::<$t, ROWS, V, $width>(rows, packed, range, acc)
             }
 
             #[inline]
@@ -153,6 +186,7 @@ impl_dots!(
     4,
     dots_f64,
     tile_f64,
+    packed_tile_f64,
     subtract_terms_f64,
     symmetric_tile_f64
 );
@@ -161,6 +195,7 @@ impl_dots!(
     8,
     dots_f32,
     tile_f32,
+    packed_tile_f32,
     subtract_terms_f32,
     symmetric_tile_f32
 );
@@ -195,6 +230,25 @@ fn portable_tile<F: Real, const ROWS: usize, const R: usize, const W: usize>(
             for (j, x) in rhs.iter().enumerate() {
                 for (lane, lane_sum) in acc[o * stride + j].iter_mut().enumerate() {
                     *lane_sum = row[start + lane].mul_add(x[start + lane], *lane_sum);
+                }
+            }
+        }
+    }
+}
+
+/// The tile of [`Dots::packed_tile`] with `W` lanes per SIMD vector.
+fn portable_packed_tile<F: Real, const ROWS: usize, const V: usize, const W: usize>(
+    rows: [&[F]; ROWS],
+    packed: &[F],
+    range: std::ops::Range<usize>,
+    acc: &mut [[F; W]],
+) {
+    for l in range {
+        let column = &packed[l * V * W..(l + 1) * V * W];
+        for (o, row) in rows.iter().enumerate() {
+            for (v, lanes) in acc[o * V..(o + 1) * V].iter_mut().enumerate() {
+                for (lane, sum) in lanes.iter_mut().enumerate() {
+                    *sum = row[l].mul_add(column[v * W + lane], *sum);
                 }
             }
         }
@@ -425,6 +479,75 @@ mod simd {
         }
     }
 
+    /// The tile of a wide pass (see [`super::Dots::packed_tile`]): per column, `V` loads of
+    /// the packed right-hand sides and one broadcast per row feed `ROWS·V` FMAs into
+    /// accumulators that stay in registers (3 × 3, 4 × 2 or 6 × 1: at most 13 of the 16).
+    macro_rules! packed_tile {
+        ($name:ident, $t:ty, $w:literal, $load:ident, $store:ident, $fmadd:ident, $broadcast:ident, $zero:ident) => {
+            #[target_feature(enable = "avx2,fma")]
+            pub(super) unsafe fn $name<const ROWS: usize, const V: usize>(
+                rows: [&[$t]; ROWS],
+                packed: &[$t],
+                range: std::ops::Range<usize>,
+                acc: &mut [[$t; $w]],
+            ) {
+                assert!(rows.iter().all(|row| row.len() >= range.end));
+                assert!(packed.len() >= range.end * V * $w);
+                assert!(acc.len() >= ROWS * V);
+                let mut registers = [[$zero(); V]; ROWS];
+                for o in 0..ROWS {
+                    for v in 0..V {
+                        // SAFETY: one SIMD vector from its lanes.
+                        registers[o][v] = unsafe { $load(acc[o * V + v].as_ptr()) };
+                    }
+                }
+                for l in range {
+                    // SAFETY: l < range.end, within every row, and (l + 1)·V·width <=
+                    // packed.len() (asserted above).
+                    unsafe {
+                        let column = packed.as_ptr().add(l * V * $w);
+                        let mut x = [$zero(); V];
+                        for v in 0..V {
+                            x[v] = $load(column.add(v * $w));
+                        }
+                        for o in 0..ROWS {
+                            let k = $broadcast(&*rows[o].as_ptr().add(l));
+                            for v in 0..V {
+                                registers[o][v] = $fmadd(k, x[v], registers[o][v]);
+                            }
+                        }
+                    }
+                }
+                for o in 0..ROWS {
+                    for v in 0..V {
+                        // SAFETY: one SIMD vector into its lanes.
+                        unsafe { $store(acc[o * V + v].as_mut_ptr(), registers[o][v]) };
+                    }
+                }
+            }
+        };
+    }
+    packed_tile!(
+        packed_tile_f64,
+        f64,
+        4,
+        _mm256_loadu_pd,
+        _mm256_storeu_pd,
+        _mm256_fmadd_pd,
+        _mm256_broadcast_sd,
+        _mm256_setzero_pd
+    );
+    packed_tile!(
+        packed_tile_f32,
+        f32,
+        8,
+        _mm256_loadu_ps,
+        _mm256_storeu_ps,
+        _mm256_fmadd_ps,
+        _mm256_broadcast_ss,
+        _mm256_setzero_ps
+    );
+
     /// The fused tile of a symmetric pass: each kernel element loaded feeds `R` FMAs of
     /// the dot products and `R` of the transposed update, whose buffer is loaded and
     /// stored once per `ROWS` of them (4 rows × 1 or 2 × 2 keep all in 14 registers).
@@ -581,13 +704,14 @@ mod simd {
 /// balance two threads on a shared machine.
 const ROWS_PER_TASK: usize = 32;
 
-/// Columns of `K` that a pass multiplies together: runs whose lengths are multiples of
-/// the SIMD width (for the register tiles), and the columns left over, summed last in
-/// ascending order.
+/// Columns of `K` that a pass multiplies together: for the lane-wise tiles, runs whose
+/// lengths are multiples of the SIMD width and the columns left over, summed last in
+/// ascending order; for the packed tiles, the maximal runs themselves.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ColumnGroup {
     runs: Vec<std::ops::Range<usize>>,
     rest: Vec<usize>,
+    whole: Vec<std::ops::Range<usize>>,
 }
 
 impl ColumnGroup {
@@ -617,8 +741,10 @@ impl ColumnGroup {
         let mut group = ColumnGroup {
             runs: Vec::new(),
             rest: Vec::new(),
+            whole: Vec::new(),
         };
         for run in runs {
+            group.whole.push(run.clone());
             let body_end = run.end - run.len() % F::WIDTH;
             if body_end > run.start {
                 group.runs.push(run.start..body_end);
@@ -652,9 +778,10 @@ pub fn multiply<F: Real>(
 /// classes are contiguous, where `[x, Dx]` would take two.
 ///
 /// Rows go by fixed blocks to the threads and by register tiles to the FMA units (4 rows
-/// × up to 2 right-hand sides, or 3 rows × up to 4 for wide passes such as a fused stage):
-/// the tile's accumulators stay in registers while its rows stream from memory. Every
-/// output is summed in one order whatever the number of threads or the tile shapes.
+/// × up to 2 right-hand sides, lane-wise; for wide passes such as a fused stage, 3 rows ×
+/// 12 right-hand sides packed column by column, each kernel element broadcast to all of
+/// them): the tile's accumulators stay in registers while its rows stream from memory.
+/// Every output is summed in one order whatever the number of threads or the tile shapes.
 ///
 /// `K` must be symmetric: passes with one or two right-hand sides, bound by the speed of
 /// memory, read only its upper triangle (`symmetric_products`).
@@ -938,13 +1065,148 @@ fn products<'a, F: Real>(
         return vec![Vec::new(); groups.len()];
     }
     if rhs.len() <= 2 {
-        products_tiled::<F, 4>(pool, n_rows, row, rhs, groups)
+        products_lanewise(pool, n_rows, row, rhs, groups)
     } else {
-        products_tiled::<F, 3>(pool, n_rows, row, rhs, groups)
+        products_packed(pool, n_rows, row, rhs, groups)
     }
 }
 
-fn products_tiled<'a, F: Real, const TILE_ROWS: usize>(
+/// Right-hand sides per packed block: three SIMD vectors, the most a 3-row tile keeps in
+/// registers with its accumulators.
+const PACKED_VECTORS: usize = 3;
+/// Rows per parallel task of a packed pass: a multiple of every tile's rows (3, 4, 6),
+/// so that no row of a task is left to a one-row tile.
+const PACKED_ROWS_PER_TASK: usize = 24;
+
+/// `rhs` interleaved column by column, `V·WIDTH` values per column (the right-hand sides
+/// in order, then zeros): the layout of [`Dots::packed_tile`].
+pub fn pack_columns<F: Real>(rhs: &[&[F]], vectors: usize) -> Vec<F> {
+    let width = vectors * F::WIDTH;
+    debug_assert!(rhs.len() <= width);
+    let n = rhs.first().map_or(0, |x| x.len());
+    let mut packed = vec![F::zero(); n * width];
+    for (column, values) in packed.chunks_exact_mut(width).enumerate() {
+        for (value, x) in values.iter_mut().zip(rhs) {
+            *value = x[column];
+        }
+    }
+    packed
+}
+
+/// [`products`] for three or more right-hand sides: blocks of up to `3·WIDTH` of them,
+/// packed column by column, and register tiles of 3 rows × 3 vectors, 4 × 2 or 6 × 1
+/// ([`Dots::packed_tile`]) that broadcast each kernel element to every right-hand side of
+/// the block. A row streams from memory once per block (once in all for a stage of up to
+/// 12 picks in `f64`, 24 in `f32`), where lane-wise tiles of 4 right-hand sides read it
+/// once per 4: ~1.3× faster for a stage of 10 at m = 4,000. Output `(i, g, j)` is one
+/// running sum over the columns of group `g` in ascending order, whatever the thread
+/// count or the tile.
+fn products_packed<'a, F: Real>(
+    pool: &rayon::ThreadPool,
+    n_rows: usize,
+    row: impl Fn(usize) -> &'a [F] + Sync,
+    rhs: &[&[F]],
+    groups: &[ColumnGroup],
+) -> Vec<Vec<Vec<F>>> {
+    let r = rhs.len();
+    let width = groups.len() * r; // outputs per row, ordered (group, right-hand side)
+    let block_size = PACKED_VECTORS * F::WIDTH;
+    // (first right-hand side, SIMD vectors, packed block)
+    let blocks: Vec<(usize, usize, Vec<F>)> = rhs
+        .chunks(block_size)
+        .enumerate()
+        .map(|(b, block)| {
+            let vectors = block.len().div_ceil(F::WIDTH);
+            (b * block_size, vectors, pack_columns(block, vectors))
+        })
+        .collect();
+    let mut out = vec![F::zero(); n_rows * width];
+    pool.install(|| {
+        out.par_chunks_mut(PACKED_ROWS_PER_TASK * width)
+            .enumerate()
+            .for_each(|(task, out_rows)| {
+                let first_row = task * PACKED_ROWS_PER_TASK;
+                let rows_here = out_rows.len() / width;
+                for (first_rhs, vectors, packed) in &blocks {
+                    let block = PackedBlock {
+                        packed,
+                        first_rhs: *first_rhs,
+                        n_rhs: (r - first_rhs).min(block_size),
+                        groups,
+                        width,
+                        r,
+                    };
+                    let row = |o: usize| row(first_row + o);
+                    match vectors {
+                        1 => block.rows::<6, 1>(rows_here, &row, out_rows),
+                        2 => block.rows::<4, 2>(rows_here, &row, out_rows),
+                        _ => block.rows::<3, 3>(rows_here, &row, out_rows),
+                    }
+                }
+            });
+    });
+    (0..groups.len())
+        .map(|g| {
+            (0..r)
+                .map(|j| (0..n_rows).map(|i| out[i * width + g * r + j]).collect())
+                .collect()
+        })
+        .collect()
+}
+
+/// One packed block of right-hand sides of [`products_packed`].
+struct PackedBlock<'p, F> {
+    packed: &'p [F],
+    first_rhs: usize,
+    n_rhs: usize,
+    groups: &'p [ColumnGroup],
+    width: usize,
+    r: usize,
+}
+
+impl<F: Real> PackedBlock<'_, F> {
+    /// Rows `0..n` of a task, by tiles of `ROWS` (the last ones one by one), into
+    /// `out[o·width + g·r + first_rhs + j]`.
+    fn rows<'a, const ROWS: usize, const V: usize>(
+        &self,
+        n: usize,
+        row: &impl Fn(usize) -> &'a [F],
+        out: &mut [F],
+    ) {
+        let mut o = 0;
+        while o + ROWS <= n {
+            self.tile::<ROWS, V>(o, std::array::from_fn(|t| row(o + t)), out);
+            o += ROWS;
+        }
+        for o in o..n {
+            self.tile::<1, V>(o, [row(o)], out);
+        }
+    }
+
+    fn tile<const ROWS: usize, const V: usize>(&self, o: usize, rows: [&[F]; ROWS], out: &mut [F]) {
+        for (g, group) in self.groups.iter().enumerate() {
+            let mut acc = [[F::zero_lanes(); V]; ROWS];
+            let acc = acc.as_flattened_mut();
+            for run in &group.whole {
+                F::packed_tile::<ROWS, V>(rows, self.packed, run.clone(), acc);
+            }
+            for t in 0..ROWS {
+                let lanes = acc[t * V..(t + 1) * V]
+                    .iter()
+                    .flat_map(|lanes| F::lane_slice(lanes).iter().copied());
+                let start = (o + t) * self.width + g * self.r + self.first_rhs;
+                for (target, value) in out[start..start + self.n_rhs].iter_mut().zip(lanes) {
+                    *target = value;
+                }
+            }
+        }
+    }
+}
+
+/// [`products`] for one or two right-hand sides (narrow passes of small kernels, and dot
+/// products with the deflation terms): lane-wise register tiles of 4 rows, each output's
+/// lanes summed in a fixed order, then reduced pairwise, then its leftover columns.
+fn products_lanewise<'a, F: Real>(
     pool: &rayon::ThreadPool,
     m: usize,
     row: impl Fn(usize) -> &'a [F] + Sync,
@@ -969,18 +1231,17 @@ fn products_tiled<'a, F: Real, const TILE_ROWS: usize>(
                             let acc = &mut acc[first * width + g * r..];
                             match *rows {
                                 [a, b, c, d] => accumulate_rows([a, b, c, d], rhs, run, acc, width),
-                                [a, b, c] => accumulate_rows([a, b, c], rhs, run, acc, width),
                                 [a] => accumulate_rows([a], rhs, run, acc, width),
-                                _ => unreachable!("tiles have 4, 3 or 1 rows"),
+                                _ => unreachable!("tiles have 4 or 1 rows"),
                             }
                         }
                     }
                 };
                 let mut o = 0;
-                while o + TILE_ROWS <= rows_here {
-                    let rows: [&[F]; TILE_ROWS] = std::array::from_fn(|t| row(o + t));
+                while o + 4 <= rows_here {
+                    let rows: [&[F]; 4] = std::array::from_fn(|t| row(o + t));
                     accumulate(o, &rows);
-                    o += TILE_ROWS;
+                    o += 4;
                 }
                 for o in o..rows_here {
                     accumulate(o, &[row(o)]);
@@ -1012,8 +1273,7 @@ fn products_tiled<'a, F: Real, const TILE_ROWS: usize>(
         .collect()
 }
 
-/// `acc[o·stride + j] += rows[o][run]·rhs[j][run]` for every right-hand side, by tiles
-/// of up to four.
+/// `acc[o·stride + j] += rows[o][run]·rhs[j][run]` for one or two right-hand sides.
 fn accumulate_rows<F: Real, const ROWS: usize>(
     rows: [&[F]; ROWS],
     rhs: &[&[F]],
@@ -1021,35 +1281,10 @@ fn accumulate_rows<F: Real, const ROWS: usize>(
     acc: &mut [F::Lanes],
     stride: usize,
 ) {
-    let r = rhs.len();
-    let mut j = 0;
-    while j < r {
-        let acc = &mut acc[j..];
-        let run = run.clone();
-        j += match r - j {
-            1 => {
-                F::tile(rows, [rhs[j]], run, acc, stride);
-                1
-            }
-            2 => {
-                F::tile(rows, [rhs[j], rhs[j + 1]], run, acc, stride);
-                2
-            }
-            3 => {
-                F::tile(rows, [rhs[j], rhs[j + 1], rhs[j + 2]], run, acc, stride);
-                3
-            }
-            _ => {
-                F::tile(
-                    rows,
-                    [rhs[j], rhs[j + 1], rhs[j + 2], rhs[j + 3]],
-                    run,
-                    acc,
-                    stride,
-                );
-                4
-            }
-        };
+    match *rhs {
+        [x] => F::tile(rows, [x], run.clone(), acc, stride),
+        [x, y] => F::tile(rows, [x, y], run.clone(), acc, stride),
+        _ => unreachable!("lane-wise passes take one or two right-hand sides"),
     }
 }
 
@@ -1202,6 +1437,96 @@ mod tests {
             let naive: f32 = v.iter().zip(&x).map(|(a, b)| a * b).sum();
             assert_eq!(out[0][r], naive);
         }
+    }
+
+    /// Output `(i, g, j)` of a wide pass is the running fused sum over the columns of
+    /// group `g` in ascending order: exactly this fold, whatever the block, tile or threads.
+    fn ordered_sum<F: Real>(row: &[F], x: &[F], keep: impl Fn(usize) -> bool) -> F {
+        (0..row.len())
+            .filter(|&l| keep(l))
+            .fold(F::zero(), |sum, l| row[l].mul_add(x[l], sum))
+    }
+
+    fn check_wide_passes<F: Real>(widths: &[usize]) {
+        for &m in &[1usize, 5, 37, 130] {
+            let kernel: Vec<F> = symmetric_kernel(m).into_iter().map(F::from_f64).collect();
+            let labels: Vec<bool> = (0..m).map(|i| (i / 9) % 3 == 0 || i < m / 3).collect();
+            let group_sets = [
+                vec![ColumnGroup::all::<F>(m)],
+                vec![
+                    ColumnGroup::of_class::<F>(&labels, true),
+                    ColumnGroup::of_class::<F>(&labels, false),
+                ],
+                vec![ColumnGroup::of_class::<F>(&labels, false)],
+            ];
+            let xs: Vec<Vec<F>> = (0..widths.iter().copied().max().unwrap_or(0))
+                .map(|j| {
+                    (0..m)
+                        .map(|i| F::from_f64(((i * 3 + 5 * j) % 11) as f64 / 7.0 - 0.7))
+                        .collect()
+                })
+                .collect();
+            for groups in &group_sets {
+                for &r in widths {
+                    let rhs: Vec<&[F]> = xs[..r].iter().map(Vec::as_slice).collect();
+                    let one = multiply_groups(&pool(1), &kernel, m, &rhs, groups);
+                    let two = multiply_groups(&pool(2), &kernel, m, &rhs, groups);
+                    assert_eq!(one, two, "thread count changed the result");
+                    for (g, group) in groups.iter().enumerate() {
+                        let in_group = |l: usize| group.whole.iter().any(|run| run.contains(&l));
+                        for (j, x) in xs[..r].iter().enumerate() {
+                            for i in 0..m {
+                                let row = &kernel[i * m..(i + 1) * m];
+                                let expected = ordered_sum(row, x, in_group);
+                                assert_eq!(one[g][j][i], expected, "m={m} r={r} g={g} j={j} i={i}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn wide_passes_are_the_ordered_sums_for_any_block_group_and_thread_count() {
+        // One, two and three SIMD vectors per block, several blocks, a partial last one.
+        check_wide_passes::<f64>(&[3, 4, 5, 8, 9, 12, 13, 27]);
+        check_wide_passes::<f32>(&[3, 8, 9, 16, 17, 24, 25, 50]);
+    }
+
+    #[test]
+    fn packed_tiles_match_the_portable_tiles_bit_for_bit() {
+        fn check<F, const ROWS: usize, const V: usize, const W: usize>()
+        where
+            F: Real + Dots<Lanes = [F; W]>,
+        {
+            let n = 53;
+            let rows: Vec<Vec<F>> = (0..ROWS)
+                .map(|o| {
+                    (0..n)
+                        .map(|l| F::from_f64(((o * 7 + l * 5) % 13) as f64 / 3.0))
+                        .collect()
+                })
+                .collect();
+            let packed: Vec<F> = (0..n * V * W)
+                .map(|t| F::from_f64((t % 17) as f64 / 5.0 - 1.5))
+                .collect();
+            let rows: [&[F]; ROWS] = std::array::from_fn(|o| rows[o].as_slice());
+            let start: Vec<[F; W]> = (0..ROWS * V)
+                .map(|a| std::array::from_fn(|lane| F::from_f64((a * W + lane) as f64 * 0.25)))
+                .collect();
+            let (mut simd, mut portable) = (start.clone(), start);
+            F::packed_tile::<ROWS, V>(rows, &packed, 3..n, &mut simd);
+            portable_packed_tile::<F, ROWS, V, W>(rows, &packed, 3..n, &mut portable);
+            assert_eq!(simd, portable);
+        }
+        check::<f64, 3, 3, 4>();
+        check::<f64, 4, 2, 4>();
+        check::<f64, 6, 1, 4>();
+        check::<f64, 1, 3, 4>();
+        check::<f32, 3, 3, 8>();
+        check::<f32, 4, 2, 8>();
+        check::<f32, 1, 1, 8>();
     }
 
     fn pool(threads: usize) -> rayon::ThreadPool {
