@@ -60,13 +60,14 @@ pub trait Dots: Sized {
         coefficients: [Self; R],
     );
     /// A tile of a wide pass: `acc[o·V + v][lane] += Σ_{l ∈ range} rows[o][l] ·
-    /// packed[(l·V + v)·WIDTH + lane]`, where `packed` holds up to `V·WIDTH` right-hand
-    /// sides interleaved column by column ([`pack_columns`]). Each kernel element is
-    /// broadcast once to all of them, so a row streams from memory once whatever their
-    /// number; each output is one running sum over `l` in ascending order.
+    /// packed[l·stride + v·WIDTH + lane]`, where `packed` holds right-hand sides
+    /// interleaved column by column, `stride` values per column (`pack_columns`). Each
+    /// kernel element is broadcast once to all of them, so a row streams from memory once
+    /// whatever their number; each output is one running sum over `l` in ascending order.
     fn packed_tile<const ROWS: usize, const V: usize>(
         rows: [&[Self]; ROWS],
         packed: &[Self],
+        stride: usize,
         range: std::ops::Range<usize>,
         acc: &mut [Self::Lanes],
     );
@@ -133,15 +134,18 @@ macro_rules! impl_dots {
             fn packed_tile<const ROWS: usize, const V: usize>(
                 rows: [&[$t]; ROWS],
                 packed: &[$t],
+                stride: usize,
                 range: std::ops::Range<usize>,
                 acc: &mut [[$t; $width]],
             ) {
                 #[cfg(target_arch = "x86_64")]
                 if has_fma() {
                     // SAFETY: AVX2 and FMA are available (checked just above).
-                    return unsafe { simd::$packed_tile::<ROWS, V>(rows, packed, range, acc) };
+                    return unsafe {
+                        simd::$packed_tile::<ROWS, V>(rows, packed, stride, range, acc)
+                    };
                 }
-                portable_packed_tile::<$t, ROWS, V, $width>(rows, packed, range, acc)
+                portable_packed_tile::<$t, ROWS, V, $width>(rows, packed, stride, range, acc)
             }
 
             #[inline]
@@ -240,11 +244,12 @@ fn portable_tile<F: Real, const ROWS: usize, const R: usize, const W: usize>(
 fn portable_packed_tile<F: Real, const ROWS: usize, const V: usize, const W: usize>(
     rows: [&[F]; ROWS],
     packed: &[F],
+    stride: usize,
     range: std::ops::Range<usize>,
     acc: &mut [[F; W]],
 ) {
     for l in range {
-        let column = &packed[l * V * W..(l + 1) * V * W];
+        let column = &packed[l * stride..l * stride + V * W];
         for (o, row) in rows.iter().enumerate() {
             for (v, lanes) in acc[o * V..(o + 1) * V].iter_mut().enumerate() {
                 for (lane, sum) in lanes.iter_mut().enumerate() {
@@ -488,11 +493,12 @@ mod simd {
             pub(super) unsafe fn $name<const ROWS: usize, const V: usize>(
                 rows: [&[$t]; ROWS],
                 packed: &[$t],
+                stride: usize,
                 range: std::ops::Range<usize>,
                 acc: &mut [[$t; $w]],
             ) {
                 assert!(rows.iter().all(|row| row.len() >= range.end));
-                assert!(packed.len() >= range.end * V * $w);
+                assert!(range.is_empty() || packed.len() >= (range.end - 1) * stride + V * $w);
                 assert!(acc.len() >= ROWS * V);
                 let mut registers = [[$zero(); V]; ROWS];
                 for o in 0..ROWS {
@@ -502,10 +508,10 @@ mod simd {
                     }
                 }
                 for l in range {
-                    // SAFETY: l < range.end, within every row, and (l + 1)·V·width <=
+                    // SAFETY: l < range.end, within every row, and l·stride + V·width <=
                     // packed.len() (asserted above).
                     unsafe {
-                        let column = packed.as_ptr().add(l * V * $w);
+                        let column = packed.as_ptr().add(l * stride);
                         let mut x = [$zero(); V];
                         for v in 0..V {
                             x[v] = $load(column.add(v * $w));
@@ -1078,14 +1084,18 @@ const PACKED_VECTORS: usize = 3;
 /// so that no row of a task is left to a one-row tile.
 const PACKED_ROWS_PER_TASK: usize = 24;
 
-/// `rhs` interleaved column by column, `V·WIDTH` values per column (the right-hand sides
-/// in order, then zeros): the layout of [`Dots::packed_tile`].
-pub fn pack_columns<F: Real>(rhs: &[&[F]], vectors: usize) -> Vec<F> {
-    let width = vectors * F::WIDTH;
-    debug_assert!(rhs.len() <= width);
+/// `rhs` interleaved column by column, the `r` values of column `l` at `l·r..(l + 1)·r`,
+/// then `vectors·WIDTH` zeros, so that a tile can load `vectors` whole SIMD vectors from
+/// any column (the layout of [`Dots::packed_tile`] with stride `r`). Lanes past `r` then
+/// hold the next column's values, whose sums are discarded: no padding per column, so
+/// that the tile's loads from L2, which bound it, are only the values it needs
+/// (a stage of 10 in `f64` ~1.1× faster than with 12 per column).
+fn pack_columns<F: Real>(rhs: &[&[F]], vectors: usize) -> Vec<F> {
+    let (width, stride) = (vectors * F::WIDTH, rhs.len());
+    debug_assert!(stride <= width);
     let n = rhs.first().map_or(0, |x| x.len());
-    let mut packed = vec![F::zero(); n * width];
-    for (column, values) in packed.chunks_exact_mut(width).enumerate() {
+    let mut packed = vec![F::zero(); n * stride + width];
+    for (column, values) in packed.chunks_exact_mut(stride).take(n).enumerate() {
         for (value, x) in values.iter_mut().zip(rhs) {
             *value = x[column];
         }
@@ -1128,10 +1138,12 @@ fn products_packed<'a, F: Real>(
                 let first_row = task * PACKED_ROWS_PER_TASK;
                 let rows_here = out_rows.len() / width;
                 for (first_rhs, vectors, packed) in &blocks {
+                    let n_rhs = (r - first_rhs).min(block_size);
                     let block = PackedBlock {
                         packed,
+                        stride: n_rhs,
                         first_rhs: *first_rhs,
-                        n_rhs: (r - first_rhs).min(block_size),
+                        n_rhs,
                         groups,
                         width,
                         r,
@@ -1157,6 +1169,7 @@ fn products_packed<'a, F: Real>(
 /// One packed block of right-hand sides of [`products_packed`].
 struct PackedBlock<'p, F> {
     packed: &'p [F],
+    stride: usize,
     first_rhs: usize,
     n_rhs: usize,
     groups: &'p [ColumnGroup],
@@ -1188,7 +1201,7 @@ impl<F: Real> PackedBlock<'_, F> {
             let mut acc = [[F::zero_lanes(); V]; ROWS];
             let acc = acc.as_flattened_mut();
             for run in &group.whole {
-                F::packed_tile::<ROWS, V>(rows, self.packed, run.clone(), acc);
+                F::packed_tile::<ROWS, V>(rows, self.packed, self.stride, run.clone(), acc);
             }
             for t in 0..ROWS {
                 let lanes = acc[t * V..(t + 1) * V]
@@ -1515,10 +1528,13 @@ mod tests {
             let start: Vec<[F; W]> = (0..ROWS * V)
                 .map(|a| std::array::from_fn(|lane| F::from_f64((a * W + lane) as f64 * 0.25)))
                 .collect();
-            let (mut simd, mut portable) = (start.clone(), start);
-            F::packed_tile::<ROWS, V>(rows, &packed, 3..n, &mut simd);
-            portable_packed_tile::<F, ROWS, V, W>(rows, &packed, 3..n, &mut portable);
-            assert_eq!(simd, portable);
+            // Padded and tight columns (a tight block reads into the next column).
+            for stride in [V * W, V * W - 1] {
+                let (mut simd, mut portable) = (start.clone(), start.clone());
+                F::packed_tile::<ROWS, V>(rows, &packed, stride, 3..n, &mut simd);
+                portable_packed_tile::<F, ROWS, V, W>(rows, &packed, stride, 3..n, &mut portable);
+                assert_eq!(simd, portable);
+            }
         }
         check::<f64, 3, 3, 4>();
         check::<f64, 4, 2, 4>();
