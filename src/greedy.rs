@@ -18,7 +18,10 @@
 //! products are kept), so each vector carries its products with `K_0` along
 //! (`Tracked`). Schur's `u = K_t x/λ` leaves that span, so its picks stay sequential.
 //! A read with one or two right-hand sides touches only the upper triangle of the
-//! symmetric `K_0` ([`passes::multiply_groups`]).
+//! symmetric `K_0` ([`passes::multiply_groups`]). With the classes contiguous (as
+//! `GreedyKFDA.fit` orders them) each pass splits by class, and a wide pass also reads
+//! the earlier terms as extra rows, for the stage's products with them
+//! ([`passes::multiply_groups_with_rows`]).
 
 use crate::error::{try_zeroed, Error, Result};
 use crate::passes;
@@ -26,6 +29,9 @@ use crate::real::Real;
 use ndarray::ArrayView2;
 use rayon::prelude::*;
 use std::str::FromStr;
+
+/// Per direction of a stage: `K_0 x`, `K_0 D x` and its stage-start products.
+type StageProducts<F> = (Vec<Vec<F>>, Vec<Vec<F>>, Vec<Vec<F>>);
 
 /// Below this many multiply-adds the correction terms run on one thread.
 const PARALLEL_WORK: usize = 1 << 16;
@@ -289,6 +295,8 @@ struct Engine<'a, F: Real> {
     /// Rank-one terms: `K_t = K_0 − Σ_r us[r] vs[r]'`.
     us: Vec<Vec<F>>,
     vs: Vec<Vec<F>>,
+    /// The hotelling family's `λ_r`, with `us[r] = λ_r vs[r]`.
+    lambdas: Vec<F>,
     /// Earlier `ortho-*` directions `q`.
     ortho: Vec<Vec<F>>,
     /// The columns of each class (positive first) when the classes form few runs, as in
@@ -311,28 +319,69 @@ impl<'a, F: Real> Engine<'a, F> {
     fn products_with_weighted(&mut self, xs: &[&[F]]) -> (Vec<Vec<F>>, Vec<Vec<F>>) {
         self.passes += 1;
         if let Some(groups) = &self.class_groups {
-            let mut by_class =
-                passes::multiply_groups(&self.pool, self.kernel, self.m, xs, groups).into_iter();
-            let (positive, negative) = (by_class.next(), by_class.next());
-            let (positive, negative) = (positive.unwrap_or_default(), negative.unwrap_or_default());
-            let (w_pos, w_neg) = self.class_weights;
-            let plain = positive
-                .iter()
-                .zip(&negative)
-                .map(|(p, n)| p.iter().zip(n).map(|(&p, &n)| p + n).collect());
-            let weighted = positive.iter().zip(&negative).map(|(p, n)| {
-                p.iter()
-                    .zip(n)
-                    .map(|(&p, &n)| w_pos * p + w_neg * n)
-                    .collect()
-            });
-            return (plain.collect(), weighted.collect());
+            let by_class = passes::multiply_groups(&self.pool, self.kernel, self.m, xs, groups);
+            return self.plain_and_weighted(by_class);
         }
         let weighted: Vec<Vec<F>> = xs.iter().map(|x| self.weighted(x)).collect();
         let rhs = stacked(xs, &weighted);
         let mut products = passes::multiply(&self.pool, self.kernel, self.m, &rhs);
         let weighted = products.split_off(xs.len());
         (products, weighted)
+    }
+
+    /// `(Σ_g out[g][j], Σ_g w_g out[g][j])` for each `j`, from products split by class
+    /// (positive first): `W x` and `W D x` for a class-constant diagonal `D`.
+    fn plain_and_weighted(&self, by_class: Vec<Vec<Vec<F>>>) -> (Vec<Vec<F>>, Vec<Vec<F>>) {
+        let mut by_class = by_class.into_iter();
+        let (positive, negative) = (by_class.next(), by_class.next());
+        let (positive, negative) = (positive.unwrap_or_default(), negative.unwrap_or_default());
+        let (w_pos, w_neg) = self.class_weights;
+        let plain = positive
+            .iter()
+            .zip(&negative)
+            .map(|(p, n)| p.iter().zip(n).map(|(&p, &n)| p + n).collect());
+        let weighted = positive.iter().zip(&negative).map(|(p, n)| {
+            p.iter()
+                .zip(n)
+                .map(|(&p, &n)| w_pos * p + w_neg * n)
+                .collect()
+        });
+        (plain.collect(), weighted.collect())
+    }
+
+    /// A stage's products for its directions `xs`: `K_0 x`, `K_0 D x` and the stage-start
+    /// products `[U_0'x | U_0'Dx | V_0'x (hotelling)]` of each. With the classes contiguous,
+    /// in one call: the pass splits by class and reads the earlier terms as extra rows, so
+    /// that `W'x` and `W'Dx` come from one multiply-add per element as `K_0 x` and
+    /// `K_0 D x` do, and for hotelling `U_0 = V_0 Λ` gives `U_0'x` and `U_0'Dx` from `V_0`.
+    fn stage_products(&mut self, xs: &[&[F]], hotelling: bool) -> StageProducts<F> {
+        let basis = if hotelling { &self.vs } else { &self.us };
+        // A narrow pass reads the terms in a sweep of its own, not worth the threads when
+        // small; a wide one reads them with its packed blocks at no extra cost.
+        let small_sweep = xs.len() <= 2 && basis.len() * self.m < PARALLEL_WORK;
+        let Some(groups) = self.class_groups.as_ref().filter(|_| !small_sweep) else {
+            let (k0x, k0dx) = self.products_with_weighted(xs);
+            return (k0x, k0dx, self.stage_start_products(xs, hotelling));
+        };
+        self.passes += 1;
+        let (by_class_k, by_class_basis) =
+            passes::multiply_groups_with_rows(&self.pool, self.kernel, self.m, basis, xs, groups);
+        let (k0x, k0dx) = self.plain_and_weighted(by_class_k);
+        let (basis_x, basis_dx) = self.plain_and_weighted(by_class_basis);
+        let start = basis_x
+            .into_iter()
+            .zip(basis_dx)
+            .map(|(bx, bdx)| {
+                if !hotelling {
+                    return [bx, bdx].concat();
+                }
+                let scaled = |b: &[F]| -> Vec<F> {
+                    b.iter().zip(&self.lambdas).map(|(&b, &l)| l * b).collect()
+                };
+                [scaled(&bx), scaled(&bdx), bx].concat()
+            })
+            .collect();
+        (k0x, k0dx, start)
     }
 
     /// Columns `picks` of `K_t` (rows of the symmetric `K_0`, minus the rank-one terms),
@@ -522,6 +571,7 @@ impl<'a, F: Real> Engine<'a, F> {
             threshold,
             us: Vec::new(),
             vs: Vec::new(),
+            lambdas: Vec::new(),
             ortho: Vec::new(),
             class_groups: (passes::ColumnGroup::count_runs(positive) * MIN_CLASS_RUN <= m).then(
                 || {
@@ -656,12 +706,12 @@ impl<'a, F: Real> Engine<'a, F> {
             let Some(x) = self.direction(self.columns(picks).remove(0), true, tol) else {
                 return;
             };
-            let (mut k0x, mut k0dx) = self.products_with_weighted(&[&x]);
+            let (mut k0x, mut k0dx, mut start) = self.stage_products(&[&x], hotelling);
             let x = Tracked {
                 x,
                 k0x: k0x.remove(0),
                 k0dx: k0dx.remove(0),
-                stage_start: Vec::new(),
+                stage_start: start.remove(0),
             };
             chosen.push(picks[0]);
             let term = self.stage_term(x, &[], hotelling);
@@ -680,8 +730,7 @@ impl<'a, F: Real> Engine<'a, F> {
         });
         let multiplied = orthogonalised.as_ref().unwrap_or(&columns);
         let rhs: Vec<&[F]> = multiplied.iter().map(Vec::as_slice).collect();
-        let (k0_columns, k0_weighted) = self.products_with_weighted(&rhs);
-        let start_products = self.stage_start_products(&rhs, hotelling);
+        let (k0_columns, k0_weighted, start_products) = self.stage_products(&rhs, hotelling);
         let mut terms: Vec<StageTerm<F>> = Vec::new();
         let parts = multiplied
             .iter()
@@ -848,6 +897,7 @@ impl<'a, F: Real> Engine<'a, F> {
             self.update_statistics(&u, &v, &h);
             self.us.push(u);
             self.vs.push(v);
+            self.lambdas.push(term.lambda);
         }
     }
 
@@ -1155,6 +1205,26 @@ mod tests {
     }
 
     /// Every scored criterion × deflation × stage count picks what explicit deflation picks.
+    fn assert_selects_as_explicit(
+        kernel: &Array2<f64>,
+        positive: &[bool],
+        params: &GreedyParams,
+        label: &str,
+    ) {
+        let expected = explicit_select(kernel, positive, params);
+        let actual = select(kernel.view(), positive, params).unwrap().indices;
+        let GreedyParams {
+            criterion,
+            deflation,
+            stages,
+            ..
+        } = params;
+        assert_eq!(
+            actual, expected,
+            "{criterion:?} {deflation:?} S={stages} {label}"
+        );
+    }
+
     fn assert_matches_explicit(
         kernel: &Array2<f64>,
         positive: &[bool],
@@ -1162,11 +1232,26 @@ mod tests {
         stage_counts: &[usize],
         label: &str,
     ) {
-        for &(criterion, _) in Criterion::ALL
+        let criteria: Vec<Criterion> = Criterion::ALL
             .iter()
-            .filter(|(c, _)| *c != Criterion::Random)
-        {
-            for &(deflation, name) in &Deflation::ALL {
+            .map(|&(c, _)| c)
+            .filter(|&c| c != Criterion::Random)
+            .collect();
+        let deflations: Vec<Deflation> = Deflation::ALL.iter().map(|&(d, _)| d).collect();
+        let cases = (&criteria[..], &deflations[..], stage_counts);
+        assert_cases_match_explicit(kernel, positive, k, cases, label);
+    }
+
+    /// Every criterion × deflation × stage count of `cases` selects as explicit deflation.
+    fn assert_cases_match_explicit(
+        kernel: &Array2<f64>,
+        positive: &[bool],
+        k: usize,
+        (criteria, deflations, stage_counts): (&[Criterion], &[Deflation], &[usize]),
+        label: &str,
+    ) {
+        for &criterion in criteria {
+            for &deflation in deflations {
                 for &stages in stage_counts {
                     let params = GreedyParams {
                         k,
@@ -1176,9 +1261,7 @@ mod tests {
                         n_threads: 2,
                         ..GreedyParams::default()
                     };
-                    let expected = explicit_select(kernel, positive, &params);
-                    let actual = select(kernel.view(), positive, &params).unwrap().indices;
-                    assert_eq!(actual, expected, "{criterion:?} {name} S={stages} {label}");
+                    assert_selects_as_explicit(kernel, positive, &params, label);
                 }
             }
         }
@@ -1193,8 +1276,8 @@ mod tests {
     }
 
     /// The problem with the positive class first, as `GreedyKFDA.fit` orders its kernel.
-    fn class_sorted_problem(m: usize, seed: u64) -> (Array2<f64>, Vec<bool>) {
-        let (kernel, positive) = problem(m, 3, seed);
+    fn class_sorted_problem(m: usize, d: usize, seed: u64) -> (Array2<f64>, Vec<bool>) {
+        let (kernel, positive) = problem(m, d, seed);
         let mut order: Vec<usize> = (0..m).collect();
         order.sort_by_key(|&i| !positive[i]);
         let sorted = Array2::from_shape_fn((m, m), |(i, j)| kernel[[order[i], order[j]]]);
@@ -1204,7 +1287,7 @@ mod tests {
     #[test]
     fn passes_split_by_class_match_explicit_deflation() {
         for seed in 0..2 {
-            let (kernel, positive) = class_sorted_problem(203 + seed as usize, seed);
+            let (kernel, positive) = class_sorted_problem(203 + seed as usize, 3, seed);
             let data = kernel.as_slice().unwrap();
             let engine = Engine::new(data, kernel.nrows(), &positive, 1e-9, 1).unwrap();
             assert!(
@@ -1219,6 +1302,27 @@ mod tests {
                 &format!("class-sorted seed={seed}"),
             );
         }
+    }
+
+    #[test]
+    fn stage_products_with_many_terms_match_explicit_deflation() {
+        // Enough picks that a stage-1 pick's products with the earlier terms leave the
+        // serial path (terms × m ≥ PARALLEL_WORK) for the sweep split by class.
+        let (kernel, positive) = class_sorted_problem(520, 5, 3);
+        let k = 150;
+        assert!((k - 10) * kernel.nrows() >= PARALLEL_WORK);
+        let deflations = [
+            Deflation::Hotelling,
+            Deflation::Projection,
+            Deflation::OrthoHotelling,
+            Deflation::OrthoProjection,
+        ];
+        let cases = (
+            &[Criterion::Optimal, Criterion::Pseudo][..],
+            &deflations[..],
+            &[1, 10][..],
+        );
+        assert_cases_match_explicit(&kernel, &positive, k, cases, "many terms");
     }
 
     #[test]

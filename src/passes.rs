@@ -806,6 +806,40 @@ pub fn multiply_groups<F: Real>(
     products(pool, m, |i| &kernel[i * m..(i + 1) * m], rhs, groups)
 }
 
+/// Products split by column group and right-hand side: `out[g][j][i]`.
+pub type GroupedProducts<F> = Vec<Vec<Vec<F>>>;
+
+/// [`multiply_groups`] and, from the same call, `rows[t][g]·x_j[g]` for every extra row
+/// `t` (`(out[g][j], row_out[g][j][t])`): a wide pass reads the extra rows after `K`'s,
+/// so that they share its packed blocks of right-hand sides (dot products with the
+/// deflation terms for ~`rows.len()/m` of a pass, where a sweep of their own would read
+/// each row once per block too); a narrow pass reads them after its triangle.
+pub fn multiply_groups_with_rows<F: Real>(
+    pool: &rayon::ThreadPool,
+    kernel: &[F],
+    m: usize,
+    rows: &[Vec<F>],
+    rhs: &[&[F]],
+    groups: &[ColumnGroup],
+) -> (GroupedProducts<F>, GroupedProducts<F>) {
+    debug_assert!(rows.iter().all(|row| row.len() == m));
+    if rhs.len() <= 2 && m >= SYMMETRIC_MIN_ORDER {
+        let products_k = symmetric_products(pool, kernel, m, rhs, groups, SYMMETRIC_BANDS);
+        let products_rows = products(pool, rows.len(), |t| &rows[t], rhs, groups);
+        return (products_k, products_rows);
+    }
+    let row = |i: usize| match i.checked_sub(m) {
+        None => &kernel[i * m..(i + 1) * m],
+        Some(t) => rows[t].as_slice(),
+    };
+    let mut products_k = products(pool, m + rows.len(), row, rhs, groups);
+    let products_rows = products_k
+        .iter_mut()
+        .map(|by_rhs| by_rhs.iter_mut().map(|out| out.split_off(m)).collect())
+        .collect();
+    (products_k, products_rows)
+}
+
 /// Smallest kernel whose narrow passes read only the upper triangle.
 const SYMMETRIC_MIN_ORDER: usize = 64;
 /// Bands of rows of a symmetric pass, fixed by `m` alone so that no sum depends on the
