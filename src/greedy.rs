@@ -1311,6 +1311,8 @@ mod tests {
         let (kernel, positive) = class_sorted_problem(520, 5, 3);
         let k = 150;
         assert!((k - 10) * kernel.nrows() >= PARALLEL_WORK);
+        // Hotelling at stages 10 fails here with a 0.1 % error in the products with the
+        // earlier terms.
         let deflations = [
             Deflation::Hotelling,
             Deflation::Projection,
