@@ -486,7 +486,7 @@ mod simd {
 
     /// The tile of a wide pass (see [`super::Dots::packed_tile`]): per column, `V` loads of
     /// the packed right-hand sides and one broadcast per row feed `ROWS·V` FMAs into
-    /// accumulators that stay in registers (3 × 3, 4 × 2 or 6 × 1: at most 13 of the 16).
+    /// accumulators that stay in registers (3 × 3, 6 × 2 or 6 × 1: at most 15 of the 16).
     macro_rules! packed_tile {
         ($name:ident, $t:ty, $w:literal, $load:ident, $store:ident, $fmadd:ident, $broadcast:ident, $zero:ident) => {
             #[target_feature(enable = "avx2,fma")]
@@ -1114,7 +1114,7 @@ fn products<'a, F: Real>(
 /// Right-hand sides per packed block: three SIMD vectors, the most a 3-row tile keeps in
 /// registers with its accumulators.
 const PACKED_VECTORS: usize = 3;
-/// Rows per parallel task of a packed pass: a multiple of every tile's rows (3, 4, 6),
+/// Rows per parallel task of a packed pass: a multiple of every tile's rows (3 and 6),
 /// so that no row of a task is left to a one-row tile.
 const PACKED_ROWS_PER_TASK: usize = 24;
 
@@ -1138,7 +1138,7 @@ fn pack_columns<F: Real>(rhs: &[&[F]], vectors: usize) -> Vec<F> {
 }
 
 /// [`products`] for three or more right-hand sides: blocks of up to `3·WIDTH` of them,
-/// packed column by column, and register tiles of 3 rows × 3 vectors, 4 × 2 or 6 × 1
+/// packed column by column, and register tiles of 3 rows × 3 vectors, 6 × 2 or 6 × 1
 /// ([`Dots::packed_tile`]) that broadcast each kernel element to every right-hand side of
 /// the block. A row streams from memory once per block (once in all for a stage of up to
 /// 12 picks in `f64`, 24 in `f32`), where lane-wise tiles of 4 right-hand sides read it
@@ -1185,7 +1185,7 @@ fn products_packed<'a, F: Real>(
                     let row = |o: usize| row(first_row + o);
                     match vectors {
                         1 => block.rows::<6, 1>(rows_here, &row, out_rows),
-                        2 => block.rows::<4, 2>(rows_here, &row, out_rows),
+                        2 => block.rows::<6, 2>(rows_here, &row, out_rows),
                         _ => block.rows::<3, 3>(rows_here, &row, out_rows),
                     }
                 }
@@ -1571,11 +1571,11 @@ mod tests {
             }
         }
         check::<f64, 3, 3, 4>();
-        check::<f64, 4, 2, 4>();
+        check::<f64, 6, 2, 4>();
         check::<f64, 6, 1, 4>();
         check::<f64, 1, 3, 4>();
         check::<f32, 3, 3, 8>();
-        check::<f32, 4, 2, 8>();
+        check::<f32, 6, 2, 8>();
         check::<f32, 1, 1, 8>();
     }
 
