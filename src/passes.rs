@@ -800,7 +800,7 @@ pub fn multiply_groups<F: Real>(
 ) -> Vec<Vec<Vec<F>>> {
     debug_assert!(rhs.iter().all(|x| x.len() == m));
     debug_assert_eq!(kernel.len(), m * m);
-    if rhs.len() <= 2 && m >= SYMMETRIC_MIN_ORDER {
+    if reads_triangle(m, rhs.len()) {
         return symmetric_products(pool, kernel, m, rhs, groups, SYMMETRIC_BANDS);
     }
     products(pool, m, |i| &kernel[i * m..(i + 1) * m], rhs, groups)
@@ -823,7 +823,7 @@ pub fn multiply_groups_with_rows<F: Real>(
     groups: &[ColumnGroup],
 ) -> (GroupedProducts<F>, GroupedProducts<F>) {
     debug_assert!(rows.iter().all(|row| row.len() == m));
-    if rhs.len() <= 2 && m >= SYMMETRIC_MIN_ORDER {
+    if reads_triangle(m, rhs.len()) {
         let products_k = symmetric_products(pool, kernel, m, rhs, groups, SYMMETRIC_BANDS);
         let products_rows = products(pool, rows.len(), |t| &rows[t], rhs, groups);
         return (products_k, products_rows);
@@ -838,6 +838,12 @@ pub fn multiply_groups_with_rows<F: Real>(
         .map(|by_rhs| by_rhs.iter_mut().map(|out| out.split_off(m)).collect())
         .collect();
     (products_k, products_rows)
+}
+
+/// Whether a pass over an `m×m` kernel with `r` right-hand sides reads only its upper
+/// triangle: narrow passes, bound by memory, of kernels large enough to pay for the bands.
+fn reads_triangle(m: usize, r: usize) -> bool {
+    r <= 2 && m >= SYMMETRIC_MIN_ORDER
 }
 
 /// Smallest kernel whose narrow passes read only the upper triangle.
@@ -1175,7 +1181,6 @@ fn products_packed<'a, F: Real>(
                     let n_rhs = (r - first_rhs).min(block_size);
                     let block = PackedBlock {
                         packed,
-                        stride: n_rhs,
                         first_rhs: *first_rhs,
                         n_rhs,
                         groups,
@@ -1202,8 +1207,8 @@ fn products_packed<'a, F: Real>(
 
 /// One packed block of right-hand sides of [`products_packed`].
 struct PackedBlock<'p, F> {
+    /// `n_rhs` values per column ([`pack_columns`]).
     packed: &'p [F],
-    stride: usize,
     first_rhs: usize,
     n_rhs: usize,
     groups: &'p [ColumnGroup],
@@ -1235,7 +1240,7 @@ impl<F: Real> PackedBlock<'_, F> {
             let mut acc = [[F::zero_lanes(); V]; ROWS];
             let acc = acc.as_flattened_mut();
             for run in &group.whole {
-                F::packed_tile::<ROWS, V>(rows, self.packed, self.stride, run.clone(), acc);
+                F::packed_tile::<ROWS, V>(rows, self.packed, self.n_rhs, run.clone(), acc);
             }
             for t in 0..ROWS {
                 let lanes = acc[t * V..(t + 1) * V]
