@@ -49,8 +49,12 @@ fn main() {
     }
     seconds.sort_by(f64::total_cmp);
     let selection = selection.expect("at least one run");
+    // A fingerprint of the chosen indices in order, to compare two builds' selections.
+    let fingerprint = selection.indices.iter().fold(0u64, |hash, &i| {
+        (hash ^ i as u64).wrapping_mul(0x0100_0000_01b3)
+    });
     println!(
-        "{} bases, {} passes over the kernel, {:.3} s",
+        "{} bases (fingerprint {fingerprint:016x}), {} passes over the kernel, {:.3} s",
         selection.indices.len(),
         selection.kernel_passes,
         seconds[seconds.len() / 2]

@@ -427,25 +427,12 @@ impl<'a, F: Real> Engine<'a, F> {
                 chunk.push(piece);
             }
         }
+        let coefficients: Vec<&[F]> = coefficients.iter().map(AsRef::as_ref).collect();
         let combine = |(chunk_index, mut pieces): (usize, Vec<&mut [F]>)| {
             let start = chunk_index * COMBINE_CHUNK;
             let rows = start..start + pieces.first().map_or(0, |piece| piece.len());
-            // Four terms at a time (their pieces stay in L1) for every output, then the
-            // rest one by one: each `vectors` piece is read from memory once.
-            let mut r = 0;
-            while r + 4 <= vectors.len() {
-                let terms: [&[F]; 4] = std::array::from_fn(|q| &vectors[r + q][rows.clone()]);
-                for (piece, c) in pieces.iter_mut().zip(coefficients) {
-                    let factors: [F; 4] = std::array::from_fn(|q| c.as_ref()[r + q]);
-                    F::subtract_terms(piece, terms, factors);
-                }
-                r += 4;
-            }
-            for (r, vector) in vectors.iter().enumerate().skip(r) {
-                for (piece, c) in pieces.iter_mut().zip(coefficients) {
-                    F::subtract_terms(piece, [&vector[rows.clone()]], [c.as_ref()[r]]);
-                }
-            }
+            let terms: Vec<&[F]> = vectors.iter().map(|v| &v[rows.clone()]).collect();
+            passes::combine_chunk(&mut pieces, &terms, &coefficients);
         };
         if work < PARALLEL_WORK {
             by_chunk.into_iter().enumerate().for_each(combine);
