@@ -237,12 +237,22 @@ impl<F: Real> Tracked<F> {
         }
     }
 
-    /// `self += factor · other`
-    fn add_scaled(&mut self, factor: F, other: &Tracked<F>) {
-        axpy(&mut self.x, factor, &other.x);
-        axpy(&mut self.k0x, factor, &other.k0x);
-        axpy(&mut self.k0dx, factor, &other.k0dx);
-        axpy(&mut self.stage_start, factor, &other.stage_start);
+    /// `self += Σ_q factors[q] · others[q]`, term after term (a product, then a sum, per
+    /// term and element), in one sweep of each part per four terms ([`axpy_all`]).
+    fn add_all_scaled<'o>(
+        &mut self,
+        factors: &[F],
+        others: impl IntoIterator<Item = &'o Tracked<F>> + Clone,
+    ) where
+        F: 'o,
+    {
+        let part = |pick: fn(&Tracked<F>) -> &[F]| -> Vec<&'o [F]> {
+            others.clone().into_iter().map(pick).collect()
+        };
+        axpy_all(&mut self.x, factors, &part(|t| &t.x));
+        axpy_all(&mut self.k0x, factors, &part(|t| &t.k0x));
+        axpy_all(&mut self.k0dx, factors, &part(|t| &t.k0dx));
+        axpy_all(&mut self.stage_start, factors, &part(|t| &t.stage_start));
     }
 }
 
@@ -277,6 +287,34 @@ fn dot<F: Real>(a: &[F], b: &[F]) -> F {
 
 fn axpy<F: Real>(y: &mut [F], factor: F, x: &[F]) {
     y.iter_mut().zip(x).for_each(|(y, x)| *y += factor * *x);
+}
+
+/// `y += factors[q] · xs[q]` for each `q` in order, with the roundings of repeated [`axpy`]
+/// (a product, then a sum), four terms per sweep of `y`: a stage's in-stage deflation
+/// reads and writes each tracked vector once per four earlier picks, not once per pick.
+fn axpy_all<F: Real>(y: &mut [F], factors: &[F], xs: &[&[F]]) {
+    let mut q = 0;
+    while q + 4 <= xs.len() {
+        let (f, x) = (&factors[q..q + 4], &xs[q..q + 4]);
+        let (x0, x1, x2, x3) = (
+            &x[0][..y.len()],
+            &x[1][..y.len()],
+            &x[2][..y.len()],
+            &x[3][..y.len()],
+        );
+        for (l, value) in y.iter_mut().enumerate() {
+            let mut sum = *value;
+            sum += f[0] * x0[l];
+            sum += f[1] * x1[l];
+            sum += f[2] * x2[l];
+            sum += f[3] * x3[l];
+            *value = sum;
+        }
+        q += 4;
+    }
+    for (&factor, x) in factors.iter().zip(xs).skip(q) {
+        axpy(y, factor, x);
+    }
 }
 
 /// The selection state over a read-only kernel.
@@ -660,9 +698,8 @@ impl<'a, F: Real> Engine<'a, F> {
             .iter()
             .map(|term| dot(&term.direction.x, &column.x))
             .collect();
-        for (term, &coefficient) in earlier.iter().zip(&coefficients) {
-            column.add_scaled(-coefficient, &term.direction);
-        }
+        let negated: Vec<F> = coefficients.iter().map(|&c| -c).collect();
+        column.add_all_scaled(&negated, earlier.iter().map(|term| &term.direction));
         let norm2 = dot(&column.x, &column.x);
         if norm2.as_f64() <= tol {
             return None;
@@ -732,13 +769,17 @@ impl<'a, F: Real> Engine<'a, F> {
                 k0dx,
                 stage_start,
             };
+            let factors: Vec<F> = terms
+                .iter()
+                .zip(self.stage_v_at(&terms, i, hotelling))
+                .map(|(term, v_at_i)| -(v_at_i * term.lambda))
+                .collect();
+            column.add_all_scaled(&factors, terms.iter().map(|term| &term.direction));
             let mut whole = ortho.then(|| columns[s].clone());
-            for (term, v_at_i) in terms.iter().zip(self.stage_v_at(&terms, i, hotelling)) {
-                let factor = -(v_at_i * term.lambda);
-                column.add_scaled(factor, &term.direction);
-                if let Some(whole) = whole.as_mut() {
-                    axpy(whole, factor, &term.direction.x);
-                }
+            if let Some(whole) = whole.as_mut() {
+                let directions: Vec<&[F]> =
+                    terms.iter().map(|term| &term.direction.x[..]).collect();
+                axpy_all(whole, &factors, &directions);
             }
             let deflated = whole.as_ref().unwrap_or(&column.x);
             if s > 0 && self.weighted_norm2(deflated) <= self.threshold[i] {
@@ -816,20 +857,27 @@ impl<'a, F: Real> Engine<'a, F> {
         } else {
             x.stage_start.clone()
         };
+        // `[x_q'x, x_q'Dx]` from one sweep of each earlier `x_q`; then
         // u_q'x = λ_q (x_q'x), u_q'Dx = λ_q (x_q'Dx)
+        let with_earlier: Vec<[F; 2]> = earlier
+            .iter()
+            .map(|q| passes::dots(&q.direction.x, [&x.x[..], &dx]))
+            .collect();
         let earlier_x: Vec<F> = earlier
             .iter()
-            .map(|q| q.lambda * dot(&q.direction.x, &x.x))
+            .zip(&with_earlier)
+            .map(|(q, products)| q.lambda * products[0])
             .collect();
         let earlier_dx: Vec<F> = earlier
             .iter()
-            .map(|q| q.lambda * dot(&q.direction.x, &dx))
+            .zip(&with_earlier)
+            .map(|(q, products)| q.lambda * products[1])
             .collect();
         let lambda = if hotelling {
             // λ = x'K_t x = x'K_0 x − (U'x)·(V'x), with V = [V_0, x_q of the stage]
             let mut lambda = dot(&x.x, &x.k0x) - dot(&start[..t0], &start[2 * t0..]);
-            for (q, &u_x) in earlier.iter().zip(&earlier_x) {
-                lambda -= u_x * dot(&q.direction.x, &x.x);
+            for (products, &u_x) in with_earlier.iter().zip(&earlier_x) {
+                lambda -= u_x * products[0];
             }
             lambda
         } else {
@@ -1445,6 +1493,27 @@ mod tests {
             ),
             "K"
         );
+    }
+
+    #[test]
+    fn axpy_all_rounds_as_repeated_axpy() {
+        for terms in 0..11 {
+            for n in [0usize, 1, 7, 33] {
+                let value = |a: usize, b: usize| ((a * 7 + b * 3) % 23) as f64 / 7.0 - 1.3;
+                let xs: Vec<Vec<f64>> = (0..terms)
+                    .map(|q| (0..n).map(|l| value(q, l)).collect())
+                    .collect();
+                let factors: Vec<f64> = (0..terms).map(|q| value(q + 5, 1) * 1.1).collect();
+                let mut expected: Vec<f64> = (0..n).map(|l| value(2, l)).collect();
+                let mut fused = expected.clone();
+                for (&factor, x) in factors.iter().zip(&xs) {
+                    axpy(&mut expected, factor, x);
+                }
+                let refs: Vec<&[f64]> = xs.iter().map(Vec::as_slice).collect();
+                axpy_all(&mut fused, &factors, &refs);
+                assert_eq!(fused, expected, "{terms} terms, n = {n}");
+            }
+        }
     }
 
     #[test]
