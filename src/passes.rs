@@ -107,7 +107,7 @@ pub trait Dots: Sized {
 
 /// The `f64` and `f32` impls differ only in the type, its SIMD width and the kernels' names.
 macro_rules! impl_dots {
-    ($t:ty, $width:literal, $dots:ident, $row_statistics:ident, $tile:ident, $packed_tile:ident, $subtract_terms:ident, $combine_tile:ident, $symmetric_tile:ident) => {
+    ($t:ty, $width:literal, $dots:ident, $row_statistics:ident, $tile:ident, $packed_tile:ident, $packed_tile_4x3:ident, $subtract_terms:ident, $combine_tile:ident, $symmetric_tile:ident) => {
         impl Dots for $t {
             #[inline]
             fn dots<const R: usize>(row: &[$t], rhs: [&[$t]; R]) -> [$t; R] {
@@ -175,6 +175,11 @@ macro_rules! impl_dots {
             ) {
                 #[cfg(target_arch = "x86_64")]
                 if has_fma() {
+                    if ROWS == 4 && V == 3 {
+                        let rows = std::array::from_fn(|o| rows[o]);
+                        // SAFETY: AVX2 and FMA are available (checked just above).
+                        return unsafe { simd::$packed_tile_4x3(rows, packed, stride, range, acc) };
+                    }
                     // SAFETY: AVX2 and FMA are available (checked just above).
                     return unsafe {
                         simd::$packed_tile::<ROWS, V>(rows, packed, stride, range, acc)
@@ -242,6 +247,7 @@ impl_dots!(
     row_statistics_f64,
     tile_f64,
     packed_tile_f64,
+    packed_tile_4x3_f64,
     subtract_terms_f64,
     combine_tile_f64,
     symmetric_tile_f64
@@ -253,6 +259,7 @@ impl_dots!(
     row_statistics_f32,
     tile_f32,
     packed_tile_f32,
+    packed_tile_4x3_f32,
     subtract_terms_f32,
     combine_tile_f32,
     symmetric_tile_f32
@@ -597,7 +604,8 @@ mod simd {
 
     /// The tile of a wide pass (see [`super::Dots::packed_tile`]): per column, `V` loads of
     /// the packed right-hand sides and one broadcast per row feed `ROWS·V` FMAs into
-    /// accumulators that stay in registers (3 × 3, 6 × 2 or 6 × 1: at most 15 of the 16).
+    /// accumulators that stay in registers (6 × 2, 6 × 1 or a leftover row; the 4 × 3 tile
+    /// is `packed_tile_4x3!`).
     macro_rules! packed_tile {
         ($name:ident, $t:ty, $w:literal, $load:ident, $store:ident, $fmadd:ident, $broadcast:ident, $zero:ident) => {
             #[target_feature(enable = "avx2,fma")]
@@ -662,6 +670,122 @@ mod simd {
         _mm256_storeu_ps,
         _mm256_fmadd_ps,
         _mm256_broadcast_ss,
+        _mm256_setzero_ps
+    );
+
+    /// The 4 × 3 tile of a wide pass ([`super::Dots::packed_tile`] with `ROWS = 4`,
+    /// `V = 3`): 12 accumulators, the column's 3 right-hand-side vectors and one broadcast
+    /// register, all 16. Each column's vectors, loaded once from the packed block, feed 12
+    /// FMAs instead of 9, so the tile reads a quarter less from L2 per FMA, which bounds the
+    /// 3 × 3 tile. In assembly because the compiler spills this tile with intrinsics (~1.4×
+    /// slower than 3 × 3). The same fused multiply-adds in the same order as the tiles of
+    /// `packed_tile!`.
+    macro_rules! packed_tile_4x3 {
+        ($name:ident, $t:ty, $w:literal, $scalar:literal, $packed:literal, $size:literal, $bytes:literal, $load:ident, $store:ident, $zero:ident) => {
+            #[target_feature(enable = "avx2,fma")]
+            pub(super) unsafe fn $name(
+                rows: [&[$t]; 4],
+                packed: &[$t],
+                stride: usize,
+                range: std::ops::Range<usize>,
+                acc: &mut [[$t; $w]],
+            ) {
+                assert!(rows.iter().all(|row| row.len() >= range.end));
+                assert!(range.is_empty() || packed.len() >= (range.end - 1) * stride + 3 * $w);
+                assert!(acc.len() >= 12);
+                if range.is_empty() {
+                    return;
+                }
+                let mut registers = [$zero(); 12];
+                for (register, lanes) in registers.iter_mut().zip(acc.iter()) {
+                    // SAFETY: one SIMD vector from its lanes.
+                    *register = unsafe { $load(lanes.as_ptr()) };
+                }
+                // SAFETY: for l in range, rows[o][l] is in bounds and so are the three
+                // vectors at packed[l·stride..] (asserted); the loop runs at least once
+                // (range is not empty) and only reads memory.
+                unsafe {
+                    std::arch::asm!(
+                        "2:",
+                        concat!("vmovu", $packed, " {x0}, ymmword ptr [{x}]"),
+                        concat!("vmovu", $packed, " {x1}, ymmword ptr [{x} + 32]"),
+                        concat!("vmovu", $packed, " {x2}, ymmword ptr [{x} + 64]"),
+                        concat!("vbroadcast", $scalar, " {k}, ", $size, " ptr [{r0} + {l}*", $bytes, "]"),
+                        concat!("vfmadd231", $packed, " {a00}, {k}, {x0}"),
+                        concat!("vfmadd231", $packed, " {a01}, {k}, {x1}"),
+                        concat!("vfmadd231", $packed, " {a02}, {k}, {x2}"),
+                        concat!("vbroadcast", $scalar, " {k}, ", $size, " ptr [{r1} + {l}*", $bytes, "]"),
+                        concat!("vfmadd231", $packed, " {a10}, {k}, {x0}"),
+                        concat!("vfmadd231", $packed, " {a11}, {k}, {x1}"),
+                        concat!("vfmadd231", $packed, " {a12}, {k}, {x2}"),
+                        concat!("vbroadcast", $scalar, " {k}, ", $size, " ptr [{r2} + {l}*", $bytes, "]"),
+                        concat!("vfmadd231", $packed, " {a20}, {k}, {x0}"),
+                        concat!("vfmadd231", $packed, " {a21}, {k}, {x1}"),
+                        concat!("vfmadd231", $packed, " {a22}, {k}, {x2}"),
+                        concat!("vbroadcast", $scalar, " {k}, ", $size, " ptr [{r3} + {l}*", $bytes, "]"),
+                        concat!("vfmadd231", $packed, " {a30}, {k}, {x0}"),
+                        concat!("vfmadd231", $packed, " {a31}, {k}, {x1}"),
+                        concat!("vfmadd231", $packed, " {a32}, {k}, {x2}"),
+                        "add {x}, {step}",
+                        "inc {l}",
+                        "cmp {l}, {end}",
+                        "jb 2b",
+                        r0 = in(reg) rows[0].as_ptr(),
+                        r1 = in(reg) rows[1].as_ptr(),
+                        r2 = in(reg) rows[2].as_ptr(),
+                        r3 = in(reg) rows[3].as_ptr(),
+                        x = inout(reg) packed.as_ptr().add(range.start * stride) => _,
+                        l = inout(reg) range.start => _,
+                        end = in(reg) range.end,
+                        step = in(reg) stride * std::mem::size_of::<$t>(),
+                        k = out(ymm_reg) _,
+                        x0 = out(ymm_reg) _,
+                        x1 = out(ymm_reg) _,
+                        x2 = out(ymm_reg) _,
+                        a00 = inout(ymm_reg) registers[0],
+                        a01 = inout(ymm_reg) registers[1],
+                        a02 = inout(ymm_reg) registers[2],
+                        a10 = inout(ymm_reg) registers[3],
+                        a11 = inout(ymm_reg) registers[4],
+                        a12 = inout(ymm_reg) registers[5],
+                        a20 = inout(ymm_reg) registers[6],
+                        a21 = inout(ymm_reg) registers[7],
+                        a22 = inout(ymm_reg) registers[8],
+                        a30 = inout(ymm_reg) registers[9],
+                        a31 = inout(ymm_reg) registers[10],
+                        a32 = inout(ymm_reg) registers[11],
+                        options(nostack, readonly),
+                    );
+                }
+                for (register, lanes) in registers.iter().zip(acc.iter_mut()) {
+                    // SAFETY: one SIMD vector into its lanes.
+                    unsafe { $store(lanes.as_mut_ptr(), *register) };
+                }
+            }
+        };
+    }
+    packed_tile_4x3!(
+        packed_tile_4x3_f64,
+        f64,
+        4,
+        "sd",
+        "pd",
+        "qword",
+        "8",
+        _mm256_loadu_pd,
+        _mm256_storeu_pd,
+        _mm256_setzero_pd
+    );
+    packed_tile_4x3!(
+        packed_tile_4x3_f32,
+        f32,
+        8,
+        "ss",
+        "ps",
+        "dword",
+        "4",
+        _mm256_loadu_ps,
+        _mm256_storeu_ps,
         _mm256_setzero_ps
     );
 
@@ -1043,7 +1167,7 @@ pub fn multiply<F: Real>(
 /// classes are contiguous, where `[x, Dx]` would take two.
 ///
 /// Rows go by fixed blocks to the threads and by register tiles to the FMA units (4 rows
-/// × up to 2 right-hand sides, lane-wise; for wide passes such as a fused stage, 3 rows ×
+/// × up to 2 right-hand sides, lane-wise; for wide passes such as a fused stage, 4 rows ×
 /// 12 right-hand sides packed column by column, each kernel element broadcast to all of
 /// them): the tile's accumulators stay in registers while its rows stream from memory.
 /// Every output is summed in one order whatever the number of threads or the tile shapes.
@@ -1376,10 +1500,10 @@ fn products<'a, F: Real>(
     }
 }
 
-/// Right-hand sides per packed block: three SIMD vectors, the most a 3-row tile keeps in
-/// registers with its accumulators.
+/// Right-hand sides per packed block: three SIMD vectors, the most a 4-row tile keeps in
+/// registers with its accumulators (all 16).
 const PACKED_VECTORS: usize = 3;
-/// Rows per parallel task of a packed pass: a multiple of every tile's rows (3 and 6),
+/// Rows per parallel task of a packed pass: a multiple of every tile's rows (4 and 6),
 /// so that no row of a task is left to a one-row tile.
 const PACKED_ROWS_PER_TASK: usize = 24;
 
@@ -1403,7 +1527,7 @@ fn pack_columns<F: Real>(rhs: &[&[F]], vectors: usize) -> Vec<F> {
 }
 
 /// [`products`] for three or more right-hand sides: blocks of up to `3·WIDTH` of them,
-/// packed column by column, and register tiles of 3 rows × 3 vectors, 6 × 2 or 6 × 1
+/// packed column by column, and register tiles of 4 rows × 3 vectors, 6 × 2 or 6 × 1
 /// ([`Dots::packed_tile`]) that broadcast each kernel element to every right-hand side of
 /// the block. A row streams from memory once per block (once in all for a stage of up to
 /// 12 picks in `f64`, 24 in `f32`), where lane-wise tiles of 4 right-hand sides read it
@@ -1450,7 +1574,7 @@ fn products_packed<'a, F: Real>(
                     match vectors {
                         1 => block.rows::<6, 1>(rows_here, &row, out_rows),
                         2 => block.rows::<6, 2>(rows_here, &row, out_rows),
-                        _ => block.rows::<3, 3>(rows_here, &row, out_rows),
+                        _ => block.rows::<4, 3>(rows_here, &row, out_rows),
                     }
                 }
             });
@@ -1909,10 +2033,12 @@ mod tests {
             }
         }
         check::<f64, 3, 3, 4>();
+        check::<f64, 4, 3, 4>();
         check::<f64, 6, 2, 4>();
         check::<f64, 6, 1, 4>();
         check::<f64, 1, 3, 4>();
         check::<f32, 3, 3, 8>();
+        check::<f32, 4, 3, 8>();
         check::<f32, 6, 2, 8>();
         check::<f32, 1, 1, 8>();
     }
