@@ -37,7 +37,8 @@ type StageProducts<F> = (Vec<Vec<F>>, Vec<Vec<F>>, Vec<Vec<F>>);
 const PARALLEL_WORK: usize = 1 << 16;
 /// Average run of equal labels from which a pass splits its columns by class.
 const MIN_CLASS_RUN: usize = 64;
-/// Rows per chunk of a combination: the output chunk stays in L1 while the vectors stream.
+/// Rows per chunk of a combination: the output chunk stays in L1 while the terms stream; a
+/// multiple of every slab size of [`passes::Terms`].
 const COMBINE_CHUNK: usize = 1024;
 
 /// How the next basis is scored (`c_i` is column `i` of the deflated kernel).
@@ -331,12 +332,12 @@ struct Engine<'a, F: Real> {
     d: Vec<F>,
     threshold: Vec<F>,
     /// Rank-one terms: `K_t = K_0 − Σ_r us[r] vs[r]'`.
-    us: Vec<Vec<F>>,
-    vs: Vec<Vec<F>>,
+    us: passes::Terms<F>,
+    vs: passes::Terms<F>,
     /// The hotelling family's `λ_r`, with `us[r] = λ_r vs[r]`.
     lambdas: Vec<F>,
     /// Earlier `ortho-*` directions `q`.
-    ortho: Vec<Vec<F>>,
+    ortho: passes::Terms<F>,
     /// The columns of each class (positive first) when the classes form few runs, as in
     /// the kernels `GreedyKFDA.fit` builds: passes then split by class.
     class_groups: Option<[passes::ColumnGroup; 2]>,
@@ -448,16 +449,51 @@ impl<'a, F: Real> Engine<'a, F> {
         passes::dot_products(&self.pool, vectors, xs)
     }
 
-    /// `outs[s] −= Σ_r coefficients[s][r] vectors[r]` for every `s`, in one sweep over
-    /// `vectors` by chunks of rows (each element sums its terms in the order of `r`,
-    /// whatever the thread count).
+    /// `outs[s] −= Σ_r coefficients[s][r] terms[r]` for every `s`, in one sweep over the
+    /// stored terms' slabs by chunks of rows (each element sums its terms in the order of
+    /// `r`, whatever the thread count).
     fn subtract_combinations<C: AsRef<[F]> + Sync>(
+        &self,
+        outs: &mut [Vec<F>],
+        terms: &passes::Terms<F>,
+        coefficients: &[C],
+    ) {
+        if outs.len() <= 2 {
+            // One or two outputs stream the whole terms, 4 at a time ([`passes::combine_chunk`]),
+            // as fast as memory gives them; a slab's tile would wait on its 2 or 4 FMA chains.
+            return self.subtract_vector_combinations(outs, terms, coefficients);
+        }
+        let coefficients: Vec<&[F]> = coefficients.iter().map(AsRef::as_ref).collect();
+        self.by_chunks(outs, terms.len(), |start, pieces| {
+            terms.subtract_from(pieces, start, &coefficients)
+        });
+    }
+
+    /// [`Engine::subtract_combinations`] for a few vectors not stored as terms (a stage's
+    /// own), in one sweep over them by chunks of rows.
+    fn subtract_vector_combinations<C: AsRef<[F]> + Sync>(
         &self,
         outs: &mut [Vec<F>],
         vectors: &[Vec<F>],
         coefficients: &[C],
     ) {
-        let work = vectors.len() * outs.len() * self.m;
+        let coefficients: Vec<&[F]> = coefficients.iter().map(AsRef::as_ref).collect();
+        self.by_chunks(outs, vectors.len(), |start, pieces| {
+            let rows = start..start + pieces.first().map_or(0, |piece| piece.len());
+            let terms: Vec<&[F]> = vectors.iter().map(|v| &v[rows.clone()]).collect();
+            passes::combine_chunk(pieces, &terms, &coefficients);
+        });
+    }
+
+    /// `combine(first_row, pieces)` for each chunk of `COMBINE_CHUNK` rows of `outs`, on
+    /// the pool when the `n_terms` terms make it worth the threads.
+    fn by_chunks(
+        &self,
+        outs: &mut [Vec<F>],
+        n_terms: usize,
+        combine: impl Fn(usize, &mut [&mut [F]]) + Sync,
+    ) {
+        let work = n_terms * outs.len() * self.m;
         let n_chunks = self.m.div_ceil(COMBINE_CHUNK);
         let mut by_chunk: Vec<Vec<&mut [F]>> = (0..n_chunks).map(|_| Vec::new()).collect();
         for out in outs.iter_mut() {
@@ -465,18 +501,14 @@ impl<'a, F: Real> Engine<'a, F> {
                 chunk.push(piece);
             }
         }
-        let coefficients: Vec<&[F]> = coefficients.iter().map(AsRef::as_ref).collect();
-        let combine = |(chunk_index, mut pieces): (usize, Vec<&mut [F]>)| {
-            let start = chunk_index * COMBINE_CHUNK;
-            let rows = start..start + pieces.first().map_or(0, |piece| piece.len());
-            let terms: Vec<&[F]> = vectors.iter().map(|v| &v[rows.clone()]).collect();
-            passes::combine_chunk(&mut pieces, &terms, &coefficients);
+        let run = |(chunk_index, mut pieces): (usize, Vec<&mut [F]>)| {
+            combine(chunk_index * COMBINE_CHUNK, &mut pieces)
         };
         if work < PARALLEL_WORK {
-            by_chunk.into_iter().enumerate().for_each(combine);
+            by_chunk.into_iter().enumerate().for_each(run);
         } else {
             self.pool
-                .install(|| by_chunk.into_par_iter().enumerate().for_each(combine));
+                .install(|| by_chunk.into_par_iter().enumerate().for_each(run));
         }
     }
 
@@ -594,10 +626,10 @@ impl<'a, F: Real> Engine<'a, F> {
             n,
             d,
             threshold,
-            us: Vec::new(),
-            vs: Vec::new(),
+            us: passes::Terms::new(m),
+            vs: passes::Terms::new(m),
             lambdas: Vec::new(),
-            ortho: Vec::new(),
+            ortho: passes::Terms::new(m),
             class_groups: (passes::ColumnGroup::count_runs(positive) * MIN_CLASS_RUN <= m).then(
                 || {
                     [
@@ -919,9 +951,9 @@ impl<'a, F: Real> Engine<'a, F> {
         for (s, term) in terms.iter().enumerate() {
             let (earlier, rest) = vs.split_at_mut(s);
             if !hotelling {
-                self.subtract_combinations(&mut rest[..1], earlier, &[&term.earlier_x[..]]);
+                self.subtract_vector_combinations(&mut rest[..1], earlier, &[&term.earlier_x[..]]);
             }
-            self.subtract_combinations(&mut hs[s..s + 1], earlier, &[&term.earlier_dx[..]]);
+            self.subtract_vector_combinations(&mut hs[s..s + 1], earlier, &[&term.earlier_dx[..]]);
         }
         for ((term, v), h) in terms.into_iter().zip(vs).zip(hs) {
             let mut u = term.direction.x;
