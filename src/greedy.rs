@@ -37,6 +37,9 @@ type StageProducts<F> = (Vec<Vec<F>>, Vec<Vec<F>>, Vec<Vec<F>>);
 const PARALLEL_WORK: usize = 1 << 16;
 /// Average run of equal labels from which a pass splits its columns by class.
 const MIN_CLASS_RUN: usize = 64;
+/// Room for terms reserved up front (beyond it the slabs grow as needed), so that a large
+/// `k` does not ask for `3·m·k` values of address space before any pick.
+const MAX_INITIAL_TERMS: usize = 512;
 /// Rows per chunk of a combination: the output chunk stays in L1 while the terms stream; a
 /// multiple of every slab size of [`passes::Terms`].
 const COMBINE_CHUNK: usize = 1024;
@@ -570,6 +573,7 @@ impl<'a, F: Real> Engine<'a, F> {
         positive: &'a [bool],
         tol: f64,
         n_threads: usize,
+        k: usize,
     ) -> Result<Self> {
         let m_pos = positive.iter().filter(|&&p| p).count();
         let m_neg = m - m_pos;
@@ -626,10 +630,10 @@ impl<'a, F: Real> Engine<'a, F> {
             n,
             d,
             threshold,
-            us: passes::Terms::new(m),
-            vs: passes::Terms::new(m),
+            us: passes::Terms::with_capacity(m, k.min(MAX_INITIAL_TERMS)),
+            vs: passes::Terms::with_capacity(m, k.min(MAX_INITIAL_TERMS)),
             lambdas: Vec::new(),
-            ortho: passes::Terms::new(m),
+            ortho: passes::Terms::with_capacity(m, k.min(MAX_INITIAL_TERMS)),
             class_groups: (passes::ColumnGroup::count_runs(positive) * MIN_CLASS_RUN <= m).then(
                 || {
                     [
@@ -1109,7 +1113,7 @@ pub fn select<F: Real>(
             rank[i] = position;
         }
     }
-    let mut engine = Engine::new(data, m, positive, tol, params.n_threads)?;
+    let mut engine = Engine::new(data, m, positive, tol, params.n_threads, params.k)?;
     let family = params.deflation.family();
     let ortho = params.deflation.is_ortho();
     let mut blocked = vec![false; m];
@@ -1356,7 +1360,7 @@ mod tests {
         for seed in 0..2 {
             let (kernel, positive) = class_sorted_problem(203 + seed as usize, 3, seed);
             let data = kernel.as_slice().unwrap();
-            let engine = Engine::new(data, kernel.nrows(), &positive, 1e-9, 1).unwrap();
+            let engine = Engine::new(data, kernel.nrows(), &positive, 1e-9, 1, 0).unwrap();
             assert!(
                 engine.class_groups.is_some(),
                 "two runs of labels split the passes"

@@ -1892,17 +1892,19 @@ impl<F: Real> Terms<F> {
     /// Rows per slab: two SIMD vectors, one 64-byte cache line per term.
     const SLAB: usize = 2 * F::WIDTH;
 
-    /// No terms yet, for vectors of length `m`.
-    pub fn new(m: usize) -> Self {
+    /// No terms yet, for vectors of length `m`, with room in the slabs for `capacity` of
+    /// them (zeroed pages are mapped as the terms fill them, so room costs no memory).
+    pub fn with_capacity(m: usize, capacity: usize) -> Self {
         Terms {
-            whole: Vec::new(),
-            slabs: Vec::new(),
-            capacity: 0,
+            whole: Vec::with_capacity(capacity),
+            slabs: vec![F::zero(); m.div_ceil(Self::SLAB) * capacity * Self::SLAB],
+            capacity,
             m,
         }
     }
 
-    /// Appends a term of length `m`: O(m) (O(m·len) when the slabs grow, doubling).
+    /// Appends a term of length `m`: O(m) (O(m·len) when the room is full and the slabs
+    /// grow, doubling).
     pub fn push(&mut self, term: Vec<F>) {
         assert_eq!(term.len(), self.m, "a term has one value per row");
         let slab = Self::SLAB;
@@ -2259,7 +2261,7 @@ mod tests {
                         );
                         // The same from slabs, by the engine's chunks of 1,024 rows (the
                         // slabs growing past 16 and 32 terms on the way).
-                        let mut stored = Terms::new(n);
+                        let mut stored = Terms::with_capacity(n, terms.min(7));
                         vectors
                             .iter()
                             .for_each(|vector| stored.push(vector.clone()));
