@@ -37,11 +37,7 @@ type StageProducts<F> = (Vec<Vec<F>>, Vec<Vec<F>>, Vec<Vec<F>>);
 const PARALLEL_WORK: usize = 1 << 16;
 /// Average run of equal labels from which a pass splits its columns by class.
 const MIN_CLASS_RUN: usize = 64;
-/// Room for terms reserved up front (beyond it the slabs grow as needed), so that a large
-/// `k` does not ask for `3·m·k` values of address space before any pick.
-const MAX_INITIAL_TERMS: usize = 512;
-/// Rows per chunk of a combination: the output chunk stays in L1 while the terms stream; a
-/// multiple of every slab size of [`passes::Terms`].
+/// Rows per chunk of a combination: the output chunk stays in L1 while the vectors stream.
 const COMBINE_CHUNK: usize = 1024;
 
 /// How the next basis is scored (`c_i` is column `i` of the deflated kernel).
@@ -335,12 +331,12 @@ struct Engine<'a, F: Real> {
     d: Vec<F>,
     threshold: Vec<F>,
     /// Rank-one terms: `K_t = K_0 − Σ_r us[r] vs[r]'`.
-    us: passes::Terms<F>,
-    vs: passes::Terms<F>,
+    us: Vec<Vec<F>>,
+    vs: Vec<Vec<F>>,
     /// The hotelling family's `λ_r`, with `us[r] = λ_r vs[r]`.
     lambdas: Vec<F>,
     /// Earlier `ortho-*` directions `q`.
-    ortho: passes::Terms<F>,
+    ortho: Vec<Vec<F>>,
     /// The columns of each class (positive first) when the classes form few runs, as in
     /// the kernels `GreedyKFDA.fit` builds: passes then split by class.
     class_groups: Option<[passes::ColumnGroup; 2]>,
@@ -452,51 +448,16 @@ impl<'a, F: Real> Engine<'a, F> {
         passes::dot_products(&self.pool, vectors, xs)
     }
 
-    /// `outs[s] −= Σ_r coefficients[s][r] terms[r]` for every `s`, in one sweep over the
-    /// stored terms' slabs by chunks of rows (each element sums its terms in the order of
-    /// `r`, whatever the thread count).
+    /// `outs[s] −= Σ_r coefficients[s][r] vectors[r]` for every `s`, in one sweep over
+    /// `vectors` by chunks of rows (each element sums its terms in the order of `r`,
+    /// whatever the thread count).
     fn subtract_combinations<C: AsRef<[F]> + Sync>(
-        &self,
-        outs: &mut [Vec<F>],
-        terms: &passes::Terms<F>,
-        coefficients: &[C],
-    ) {
-        if outs.len() <= 2 {
-            // One or two outputs stream the whole terms, 4 at a time ([`passes::combine_chunk`]),
-            // as fast as memory gives them; a slab's tile would wait on its 2 or 4 FMA chains.
-            return self.subtract_vector_combinations(outs, terms, coefficients);
-        }
-        let coefficients: Vec<&[F]> = coefficients.iter().map(AsRef::as_ref).collect();
-        self.by_chunks(outs, terms.len(), |start, pieces| {
-            terms.subtract_from(pieces, start, &coefficients)
-        });
-    }
-
-    /// [`Engine::subtract_combinations`] for a few vectors not stored as terms (a stage's
-    /// own), in one sweep over them by chunks of rows.
-    fn subtract_vector_combinations<C: AsRef<[F]> + Sync>(
         &self,
         outs: &mut [Vec<F>],
         vectors: &[Vec<F>],
         coefficients: &[C],
     ) {
-        let coefficients: Vec<&[F]> = coefficients.iter().map(AsRef::as_ref).collect();
-        self.by_chunks(outs, vectors.len(), |start, pieces| {
-            let rows = start..start + pieces.first().map_or(0, |piece| piece.len());
-            let terms: Vec<&[F]> = vectors.iter().map(|v| &v[rows.clone()]).collect();
-            passes::combine_chunk(pieces, &terms, &coefficients);
-        });
-    }
-
-    /// `combine(first_row, pieces)` for each chunk of `COMBINE_CHUNK` rows of `outs`, on
-    /// the pool when the `n_terms` terms make it worth the threads.
-    fn by_chunks(
-        &self,
-        outs: &mut [Vec<F>],
-        n_terms: usize,
-        combine: impl Fn(usize, &mut [&mut [F]]) + Sync,
-    ) {
-        let work = n_terms * outs.len() * self.m;
+        let work = vectors.len() * outs.len() * self.m;
         let n_chunks = self.m.div_ceil(COMBINE_CHUNK);
         let mut by_chunk: Vec<Vec<&mut [F]>> = (0..n_chunks).map(|_| Vec::new()).collect();
         for out in outs.iter_mut() {
@@ -504,14 +465,18 @@ impl<'a, F: Real> Engine<'a, F> {
                 chunk.push(piece);
             }
         }
-        let run = |(chunk_index, mut pieces): (usize, Vec<&mut [F]>)| {
-            combine(chunk_index * COMBINE_CHUNK, &mut pieces)
+        let coefficients: Vec<&[F]> = coefficients.iter().map(AsRef::as_ref).collect();
+        let combine = |(chunk_index, mut pieces): (usize, Vec<&mut [F]>)| {
+            let start = chunk_index * COMBINE_CHUNK;
+            let rows = start..start + pieces.first().map_or(0, |piece| piece.len());
+            let terms: Vec<&[F]> = vectors.iter().map(|v| &v[rows.clone()]).collect();
+            passes::combine_chunk(&mut pieces, &terms, &coefficients);
         };
         if work < PARALLEL_WORK {
-            by_chunk.into_iter().enumerate().for_each(run);
+            by_chunk.into_iter().enumerate().for_each(combine);
         } else {
             self.pool
-                .install(|| by_chunk.into_par_iter().enumerate().for_each(run));
+                .install(|| by_chunk.into_par_iter().enumerate().for_each(combine));
         }
     }
 
@@ -573,7 +538,6 @@ impl<'a, F: Real> Engine<'a, F> {
         positive: &'a [bool],
         tol: f64,
         n_threads: usize,
-        k: usize,
     ) -> Result<Self> {
         let m_pos = positive.iter().filter(|&&p| p).count();
         let m_neg = m - m_pos;
@@ -630,10 +594,10 @@ impl<'a, F: Real> Engine<'a, F> {
             n,
             d,
             threshold,
-            us: passes::Terms::with_capacity(m, k.min(MAX_INITIAL_TERMS)),
-            vs: passes::Terms::with_capacity(m, k.min(MAX_INITIAL_TERMS)),
+            us: Vec::new(),
+            vs: Vec::new(),
             lambdas: Vec::new(),
-            ortho: passes::Terms::with_capacity(m, k.min(MAX_INITIAL_TERMS)),
+            ortho: Vec::new(),
             class_groups: (passes::ColumnGroup::count_runs(positive) * MIN_CLASS_RUN <= m).then(
                 || {
                     [
@@ -955,9 +919,9 @@ impl<'a, F: Real> Engine<'a, F> {
         for (s, term) in terms.iter().enumerate() {
             let (earlier, rest) = vs.split_at_mut(s);
             if !hotelling {
-                self.subtract_vector_combinations(&mut rest[..1], earlier, &[&term.earlier_x[..]]);
+                self.subtract_combinations(&mut rest[..1], earlier, &[&term.earlier_x[..]]);
             }
-            self.subtract_vector_combinations(&mut hs[s..s + 1], earlier, &[&term.earlier_dx[..]]);
+            self.subtract_combinations(&mut hs[s..s + 1], earlier, &[&term.earlier_dx[..]]);
         }
         for ((term, v), h) in terms.into_iter().zip(vs).zip(hs) {
             let mut u = term.direction.x;
@@ -1113,7 +1077,7 @@ pub fn select<F: Real>(
             rank[i] = position;
         }
     }
-    let mut engine = Engine::new(data, m, positive, tol, params.n_threads, params.k)?;
+    let mut engine = Engine::new(data, m, positive, tol, params.n_threads)?;
     let family = params.deflation.family();
     let ortho = params.deflation.is_ortho();
     let mut blocked = vec![false; m];
@@ -1360,7 +1324,7 @@ mod tests {
         for seed in 0..2 {
             let (kernel, positive) = class_sorted_problem(203 + seed as usize, 3, seed);
             let data = kernel.as_slice().unwrap();
-            let engine = Engine::new(data, kernel.nrows(), &positive, 1e-9, 1, 0).unwrap();
+            let engine = Engine::new(data, kernel.nrows(), &positive, 1e-9, 1).unwrap();
             assert!(
                 engine.class_groups.is_some(),
                 "two runs of labels split the passes"
