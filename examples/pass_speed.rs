@@ -3,7 +3,7 @@
 //! Passes with one or two right-hand sides read only the upper triangle of the symmetric
 //! kernel; the throughput printed counts the bytes of the whole kernel.
 
-use gkfda::passes::{multiply, multiply_groups, ColumnGroup};
+use gkfda::passes::{multiply, multiply_groups, ColumnGroup, Workspace};
 use std::time::Instant;
 
 fn median_ms(mut run: impl FnMut()) -> f64 {
@@ -36,10 +36,11 @@ fn main() {
         .build()
         .expect("thread pool");
     let gigabytes = (m * m * 8) as f64 / 1e9;
+    let mut workspace = Workspace::default();
     for r in [1, 2, 4, 20] {
         let rhs: Vec<&[f64]> = vectors[..r].iter().map(Vec::as_slice).collect();
         let ms = median_ms(|| {
-            std::hint::black_box(multiply(&pool, &kernel, m, &rhs));
+            std::hint::black_box(multiply(&pool, &kernel, m, &rhs, &mut workspace));
         });
         println!(
             "{r:>2} right-hand sides: {ms:.2} ms per pass ({:.1} GB/s of K)",
@@ -56,7 +57,14 @@ fn main() {
     for s in [1, 10] {
         let rhs: Vec<&[f64]> = vectors[..s].iter().map(Vec::as_slice).collect();
         let ms = median_ms(|| {
-            std::hint::black_box(multiply_groups(&pool, &kernel, m, &rhs, &groups));
+            std::hint::black_box(multiply_groups(
+                &pool,
+                &kernel,
+                m,
+                &rhs,
+                &groups,
+                &mut workspace,
+            ));
         });
         println!(
             "{s:>2} vectors split by class (= {} right-hand sides): {ms:.2} ms per pass ({:.1} GB/s of K)",

@@ -343,13 +343,15 @@ struct Engine<'a, F: Real> {
     /// The diagonal of `D` on the positive and the negative class.
     class_weights: (F, F),
     pool: std::sync::Arc<rayon::ThreadPool>,
+    /// The passes' buffers, kept from one pass to the next.
+    workspace: passes::Workspace<F>,
     passes: usize,
 }
 
 impl<'a, F: Real> Engine<'a, F> {
     fn multiply(&mut self, rhs: &[&[F]]) -> Vec<Vec<F>> {
         self.passes += 1;
-        passes::multiply(&self.pool, self.kernel, self.m, rhs)
+        passes::multiply(&self.pool, self.kernel, self.m, rhs, &mut self.workspace)
     }
 
     /// `(K_0 x, K_0 D x)` for each `x`, in one pass. With contiguous classes the pass
@@ -357,12 +359,20 @@ impl<'a, F: Real> Engine<'a, F> {
     fn products_with_weighted(&mut self, xs: &[&[F]]) -> (Vec<Vec<F>>, Vec<Vec<F>>) {
         self.passes += 1;
         if let Some(groups) = &self.class_groups {
-            let by_class = passes::multiply_groups(&self.pool, self.kernel, self.m, xs, groups);
+            let by_class = passes::multiply_groups(
+                &self.pool,
+                self.kernel,
+                self.m,
+                xs,
+                groups,
+                &mut self.workspace,
+            );
             return self.plain_and_weighted(by_class);
         }
         let weighted: Vec<Vec<F>> = xs.iter().map(|x| self.weighted(x)).collect();
         let rhs = stacked(xs, &weighted);
-        let mut products = passes::multiply(&self.pool, self.kernel, self.m, &rhs);
+        let mut products =
+            passes::multiply(&self.pool, self.kernel, self.m, &rhs, &mut self.workspace);
         let weighted = products.split_off(xs.len());
         (products, weighted)
     }
@@ -402,8 +412,15 @@ impl<'a, F: Real> Engine<'a, F> {
             return (k0x, k0dx, self.stage_start_products(xs, hotelling));
         };
         self.passes += 1;
-        let (by_class_k, by_class_basis) =
-            passes::multiply_groups_with_rows(&self.pool, self.kernel, self.m, basis, xs, groups);
+        let (by_class_k, by_class_basis) = passes::multiply_groups_with_rows(
+            &self.pool,
+            self.kernel,
+            self.m,
+            basis,
+            xs,
+            groups,
+            &mut self.workspace,
+        );
         let (k0x, k0dx) = self.plain_and_weighted(by_class_k);
         let (basis_x, basis_dx) = self.plain_and_weighted(by_class_basis);
         let start = basis_x
@@ -611,6 +628,7 @@ impl<'a, F: Real> Engine<'a, F> {
                 F::from_f64(2.0 * m_pos as f64 / mf),
             ),
             pool: std::sync::Arc::new(pool),
+            workspace: passes::Workspace::default(),
             passes: 1,
         })
     }

@@ -1149,6 +1149,50 @@ impl ColumnGroup {
     }
 }
 
+/// Buffers that the passes reuse from one call to the next: per band of a symmetric pass,
+/// its dot products' lanes and scalars and its transposed buffer (~0.5 MB at m = 4,000);
+/// for a wide pass, its packed right-hand sides and its row-major outputs (~1 MB).
+/// Allocated afresh for every pass, they went back to the kernel when freed (glibc trims
+/// the arenas of rayon's workers, and maps large blocks apart) and came back as fresh
+/// pages: ~27,000 page faults in a stage-1 fit at m = 4,000.
+pub struct Workspace<F: Real> {
+    bands: Vec<BandBuffers<F>>,
+    packed: Vec<Vec<F>>,
+    packed_out: Vec<F>,
+}
+
+impl<F: Real> Default for Workspace<F> {
+    fn default() -> Self {
+        Workspace {
+            bands: Vec::new(),
+            packed: Vec::new(),
+            packed_out: Vec::new(),
+        }
+    }
+}
+
+struct BandBuffers<F: Real> {
+    lanes: Vec<F::Lanes>,
+    scalars: Vec<F>,
+    buffer: Vec<F>,
+}
+
+impl<F: Real> Default for BandBuffers<F> {
+    fn default() -> Self {
+        BandBuffers {
+            lanes: Vec::new(),
+            scalars: Vec::new(),
+            buffer: Vec::new(),
+        }
+    }
+}
+
+/// `len` copies of `value` in `buffer`, reusing its memory.
+fn refill<T: Copy>(buffer: &mut Vec<T>, len: usize, value: T) {
+    buffer.clear();
+    buffer.resize(len, value);
+}
+
 /// `K · x_j` for every right-hand side, with `K` row-major `m×m`; one pass over `K`.
 /// Returns one vector per right-hand side.
 pub fn multiply<F: Real>(
@@ -1156,8 +1200,10 @@ pub fn multiply<F: Real>(
     kernel: &[F],
     m: usize,
     rhs: &[&[F]],
+    workspace: &mut Workspace<F>,
 ) -> Vec<Vec<F>> {
-    let mut by_group = multiply_groups(pool, kernel, m, rhs, &[ColumnGroup::all::<F>(m)]);
+    let groups = [ColumnGroup::all::<F>(m)];
+    let mut by_group = multiply_groups(pool, kernel, m, rhs, &groups, workspace);
     by_group.pop().unwrap_or_default()
 }
 
@@ -1180,13 +1226,21 @@ pub fn multiply_groups<F: Real>(
     m: usize,
     rhs: &[&[F]],
     groups: &[ColumnGroup],
+    workspace: &mut Workspace<F>,
 ) -> Vec<Vec<Vec<F>>> {
     debug_assert!(rhs.iter().all(|x| x.len() == m));
     debug_assert_eq!(kernel.len(), m * m);
     if reads_triangle(m, rhs.len()) {
-        return symmetric_products(pool, kernel, m, rhs, groups, SYMMETRIC_BANDS);
+        return symmetric_products(pool, kernel, m, rhs, groups, SYMMETRIC_BANDS, workspace);
     }
-    products(pool, m, |i| &kernel[i * m..(i + 1) * m], rhs, groups)
+    products(
+        pool,
+        m,
+        |i| &kernel[i * m..(i + 1) * m],
+        rhs,
+        groups,
+        workspace,
+    )
 }
 
 /// Products split by column group and right-hand side: `out[g][j][i]`.
@@ -1204,18 +1258,20 @@ pub fn multiply_groups_with_rows<F: Real>(
     rows: &[Vec<F>],
     rhs: &[&[F]],
     groups: &[ColumnGroup],
+    workspace: &mut Workspace<F>,
 ) -> (GroupedProducts<F>, GroupedProducts<F>) {
     debug_assert!(rows.iter().all(|row| row.len() == m));
     if reads_triangle(m, rhs.len()) {
-        let products_k = symmetric_products(pool, kernel, m, rhs, groups, SYMMETRIC_BANDS);
-        let products_rows = products(pool, rows.len(), |t| &rows[t], rhs, groups);
+        let products_k =
+            symmetric_products(pool, kernel, m, rhs, groups, SYMMETRIC_BANDS, workspace);
+        let products_rows = products(pool, rows.len(), |t| &rows[t], rhs, groups, workspace);
         return (products_k, products_rows);
     }
     let row = |i: usize| match i.checked_sub(m) {
         None => &kernel[i * m..(i + 1) * m],
         Some(t) => rows[t].as_slice(),
     };
-    let mut products_k = products(pool, m + rows.len(), row, rhs, groups);
+    let mut products_k = products(pool, m + rows.len(), row, rhs, groups, workspace);
     let products_rows = products_k
         .iter_mut()
         .map(|by_rhs| by_rhs.iter_mut().map(|out| out.split_off(m)).collect())
@@ -1272,6 +1328,7 @@ fn symmetric_products<F: Real>(
     rhs: &[&[F]],
     groups: &[ColumnGroup],
     bands: usize,
+    workspace: &mut Workspace<F>,
 ) -> Vec<Vec<Vec<F>>> {
     let r = rhs.len();
     let width = groups.len() * r; // outputs per row, ordered (group, right-hand side)
@@ -1299,7 +1356,15 @@ fn symmetric_products<F: Real>(
         .enumerate()
         .map(|(b, &start)| start..starts.get(b + 1).copied().unwrap_or(m))
         .collect();
-    let band = |rows: &std::ops::Range<usize>| {
+    if workspace.bands.len() < band_rows.len() {
+        workspace
+            .bands
+            .resize_with(band_rows.len(), BandBuffers::default);
+    }
+    let band = |(rows, buffers): (&std::ops::Range<usize>, &mut BandBuffers<F>)| {
+        refill(&mut buffers.lanes, rows.len() * width, F::zero_lanes());
+        refill(&mut buffers.scalars, rows.len() * width, F::zero());
+        refill(&mut buffers.buffer, width * (m - rows.start), F::zero());
         let mut band = SymmetricBand {
             kernel,
             m,
@@ -1308,9 +1373,9 @@ fn symmetric_products<F: Real>(
             segments: &segments,
             width,
             first_row: rows.start,
-            lanes: vec![F::zero_lanes(); rows.len() * width],
-            scalars: vec![F::zero(); rows.len() * width],
-            buffer: vec![F::zero(); width * (m - rows.start)],
+            lanes: &mut buffers.lanes,
+            scalars: &mut buffers.scalars,
+            buffer: &mut buffers.buffer,
         };
         // 4 rows × 1 right-hand side or 2 × 2: accumulators, factors, kernel elements,
         // right-hand sides and buffers in 14 of the 16 SIMD registers.
@@ -1333,22 +1398,29 @@ fn symmetric_products<F: Real>(
         let own: Vec<F> = band
             .lanes
             .iter()
-            .zip(&band.scalars)
+            .zip(band.scalars.iter())
             .map(|(&lanes, &scalar)| F::reduce(lanes) + scalar)
             .collect();
-        (own, band.buffer)
+        own
     };
-    let by_band: Vec<(Vec<F>, Vec<F>)> = pool.install(|| band_rows.par_iter().map(band).collect());
+    let buffers = &mut workspace.bands[..band_rows.len()];
+    let by_band: Vec<Vec<F>> = pool.install(|| {
+        band_rows
+            .par_iter()
+            .zip(buffers.par_iter_mut())
+            .map(band)
+            .collect()
+    });
     let mut out = vec![vec![vec![F::zero(); m]; r]; groups.len()];
-    for (rows, (own, _)) in band_rows.iter().zip(&by_band) {
+    for (rows, own) in band_rows.iter().zip(&by_band) {
         for (i, values) in rows.clone().zip(own.chunks_exact(width)) {
             for (w, &value) in values.iter().enumerate() {
                 out[w / r][w % r][i] = value;
             }
         }
     }
-    for (rows, (_, buffer)) in band_rows.iter().zip(&by_band) {
-        for (w, added) in buffer.chunks_exact(m - rows.start).enumerate() {
+    for (rows, buffers) in band_rows.iter().zip(&workspace.bands) {
+        for (w, added) in buffers.buffer.chunks_exact(m - rows.start).enumerate() {
             let target = &mut out[w / r][w % r][rows.start..];
             target.iter_mut().zip(added).for_each(|(t, &b)| *t += b);
         }
@@ -1367,10 +1439,10 @@ struct SymmetricBand<'a, F: Real> {
     first_row: usize,
     /// Per row of the band and output: the lanes of the dot product right of the row's
     /// tile, and the scalar sum of its leftover columns and of its tile's block.
-    lanes: Vec<F::Lanes>,
-    scalars: Vec<F>,
+    lanes: &'a mut [F::Lanes],
+    scalars: &'a mut [F],
     /// Per output, the transposed contributions to rows `first_row..m`.
-    buffer: Vec<F>,
+    buffer: &'a mut [F],
 }
 
 impl<F: Real> SymmetricBand<'_, F> {
@@ -1478,7 +1550,14 @@ pub fn dot_products<F: Real>(
         return vec![Vec::new(); rhs.len()];
     }
     let columns = ColumnGroup::all::<F>(vectors[0].len());
-    let by_group = products(pool, vectors.len(), |r| &vectors[r], rhs, &[columns]);
+    let by_group = products(
+        pool,
+        vectors.len(),
+        |r| &vectors[r],
+        rhs,
+        &[columns],
+        &mut Workspace::default(),
+    );
     by_group.into_iter().next().unwrap_or_default()
 }
 
@@ -1489,6 +1568,7 @@ fn products<'a, F: Real>(
     row: impl Fn(usize) -> &'a [F] + Sync,
     rhs: &[&[F]],
     groups: &[ColumnGroup],
+    workspace: &mut Workspace<F>,
 ) -> Vec<Vec<Vec<F>>> {
     if rhs.is_empty() || groups.is_empty() {
         return vec![Vec::new(); groups.len()];
@@ -1496,7 +1576,7 @@ fn products<'a, F: Real>(
     if rhs.len() <= 2 {
         products_lanewise(pool, n_rows, row, rhs, groups)
     } else {
-        products_packed(pool, n_rows, row, rhs, groups)
+        products_packed(pool, n_rows, row, rhs, groups, workspace)
     }
 }
 
@@ -1513,17 +1593,16 @@ const PACKED_ROWS_PER_TASK: usize = 24;
 /// hold the next column's values, whose sums are discarded: no padding per column, so
 /// that the tile's loads from L2, which bound it, are only the values it needs
 /// (a stage of 10 in `f64` ~1.1× faster than with 12 per column).
-fn pack_columns<F: Real>(rhs: &[&[F]], vectors: usize) -> Vec<F> {
+fn pack_columns<F: Real>(rhs: &[&[F]], vectors: usize, packed: &mut Vec<F>) {
     let (width, stride) = (vectors * F::WIDTH, rhs.len());
     debug_assert!(stride <= width);
     let n = rhs.first().map_or(0, |x| x.len());
-    let mut packed = vec![F::zero(); n * stride + width];
+    refill(packed, n * stride + width, F::zero());
     for (column, values) in packed.chunks_exact_mut(stride).take(n).enumerate() {
         for (value, x) in values.iter_mut().zip(rhs) {
             *value = x[column];
         }
     }
-    packed
 }
 
 /// [`products`] for three or more right-hand sides: blocks of up to `3·WIDTH` of them,
@@ -1540,20 +1619,31 @@ fn products_packed<'a, F: Real>(
     row: impl Fn(usize) -> &'a [F] + Sync,
     rhs: &[&[F]],
     groups: &[ColumnGroup],
+    workspace: &mut Workspace<F>,
 ) -> Vec<Vec<Vec<F>>> {
     let r = rhs.len();
     let width = groups.len() * r; // outputs per row, ordered (group, right-hand side)
     let block_size = PACKED_VECTORS * F::WIDTH;
+    let Workspace {
+        packed, packed_out, ..
+    } = workspace;
+    let n_blocks = r.div_ceil(block_size);
+    if packed.len() < n_blocks {
+        packed.resize_with(n_blocks, Vec::new);
+    }
     // (first right-hand side, SIMD vectors, packed block)
-    let blocks: Vec<(usize, usize, Vec<F>)> = rhs
+    let blocks: Vec<(usize, usize, &[F])> = rhs
         .chunks(block_size)
+        .zip(packed.iter_mut())
         .enumerate()
-        .map(|(b, block)| {
+        .map(|(b, (block, buffer))| {
             let vectors = block.len().div_ceil(F::WIDTH);
-            (b * block_size, vectors, pack_columns(block, vectors))
+            pack_columns(block, vectors, buffer);
+            (b * block_size, vectors, &buffer[..])
         })
         .collect();
-    let mut out = vec![F::zero(); n_rows * width];
+    refill(packed_out, n_rows * width, F::zero());
+    let out = &mut packed_out[..];
     pool.install(|| {
         out.par_chunks_mut(PACKED_ROWS_PER_TASK * width)
             .enumerate()
@@ -1853,8 +1943,22 @@ mod tests {
                 .collect();
             for r in 1..=6 {
                 let rhs: Vec<&[f64]> = xs[..r].iter().map(Vec::as_slice).collect();
-                let one = multiply_groups(&pool(1), &kernel, m, &rhs, &groups);
-                let two = multiply_groups(&pool(2), &kernel, m, &rhs, &groups);
+                let one = multiply_groups(
+                    &pool(1),
+                    &kernel,
+                    m,
+                    &rhs,
+                    &groups,
+                    &mut Workspace::default(),
+                );
+                let two = multiply_groups(
+                    &pool(2),
+                    &kernel,
+                    m,
+                    &rhs,
+                    &groups,
+                    &mut Workspace::default(),
+                );
                 assert_eq!(one, two, "thread count changed the result");
                 for (g, class) in [true, false].into_iter().enumerate() {
                     for j in 0..r {
@@ -1882,7 +1986,10 @@ mod tests {
 
     #[test]
     fn symmetric_passes_match_full_passes_for_any_bands_groups_and_threads() {
-        for &m in &[1usize, 2, 5, 37, 130, 601] {
+        // One workspace for all the two-thread passes below, as an engine keeps it: what a
+        // pass leaves in its buffers must not reach the next one, of whatever shape.
+        let mut workspace = Workspace::default();
+        for &m in &[601usize, 1, 2, 5, 37, 130] {
             let kernel = symmetric_kernel(m);
             let labels: Vec<bool> = (0..m).map(|i| (i / 9) % 3 == 0 || i < m / 3).collect();
             let class_groups = vec![
@@ -1898,10 +2005,26 @@ mod tests {
                 for r in 1..=2 {
                     let rhs: Vec<&[f64]> = xs[..r].iter().map(Vec::as_slice).collect();
                     let row = |i: usize| &kernel[i * m..(i + 1) * m];
-                    let full = products(&pool(1), m, row, &rhs, &groups);
+                    let full = products(&pool(1), m, row, &rhs, &groups, &mut Workspace::default());
                     for bands in [1, 3, 16] {
-                        let one = symmetric_products(&pool(1), &kernel, m, &rhs, &groups, bands);
-                        let two = symmetric_products(&pool(2), &kernel, m, &rhs, &groups, bands);
+                        let one = symmetric_products(
+                            &pool(1),
+                            &kernel,
+                            m,
+                            &rhs,
+                            &groups,
+                            bands,
+                            &mut Workspace::default(),
+                        );
+                        let two = symmetric_products(
+                            &pool(2),
+                            &kernel,
+                            m,
+                            &rhs,
+                            &groups,
+                            bands,
+                            &mut workspace,
+                        );
                         assert_eq!(one, two, "thread count changed the result");
                         assert_eq!(one.concat().concat().len(), full.concat().concat().len());
                         for (a, b) in one
@@ -1928,8 +2051,16 @@ mod tests {
         let x: Vec<f32> = (0..m).map(|i| (i % 7) as f32 - 3.0).collect();
         let groups = [ColumnGroup::all::<f32>(m)];
         let row = |i: usize| &kernel[i * m..(i + 1) * m];
-        let full = products(&pool(1), m, row, &[&x], &groups);
-        let triangle = symmetric_products(&pool(2), &kernel, m, &[&x], &groups, 5);
+        let full = products(&pool(1), m, row, &[&x], &groups, &mut Workspace::default());
+        let triangle = symmetric_products(
+            &pool(2),
+            &kernel,
+            m,
+            &[&x],
+            &groups,
+            5,
+            &mut Workspace::default(),
+        );
         for (a, b) in triangle[0][0].iter().zip(&full[0][0]) {
             assert!((a - b).abs() <= 1e-4 * (1.0 + b.abs()), "{a} vs {b}");
         }
@@ -1957,7 +2088,10 @@ mod tests {
     }
 
     fn check_wide_passes<F: Real>(widths: &[usize]) {
-        for &m in &[1usize, 5, 37, 130] {
+        // The two-thread passes share one workspace, largest first: nothing a pass leaves
+        // in its buffers may reach the next.
+        let mut workspace = Workspace::default();
+        for &m in &[130usize, 1, 5, 37] {
             let kernel: Vec<F> = symmetric_kernel(m).into_iter().map(F::from_f64).collect();
             let labels: Vec<bool> = (0..m).map(|i| (i / 9) % 3 == 0 || i < m / 3).collect();
             let group_sets = [
@@ -1978,8 +2112,15 @@ mod tests {
             for groups in &group_sets {
                 for &r in widths {
                     let rhs: Vec<&[F]> = xs[..r].iter().map(Vec::as_slice).collect();
-                    let one = multiply_groups(&pool(1), &kernel, m, &rhs, groups);
-                    let two = multiply_groups(&pool(2), &kernel, m, &rhs, groups);
+                    let one = multiply_groups(
+                        &pool(1),
+                        &kernel,
+                        m,
+                        &rhs,
+                        groups,
+                        &mut Workspace::default(),
+                    );
+                    let two = multiply_groups(&pool(2), &kernel, m, &rhs, groups, &mut workspace);
                     assert_eq!(one, two, "thread count changed the result");
                     for (g, group) in groups.iter().enumerate() {
                         let in_group = |l: usize| group.whole.iter().any(|run| run.contains(&l));
@@ -2161,8 +2302,8 @@ mod tests {
                 .collect();
             for r in 1..=7 {
                 let rhs: Vec<&[f64]> = xs[..r].iter().map(|x| x.as_slice()).collect();
-                let one = multiply(&pool(1), &kernel, m, &rhs);
-                let two = multiply(&pool(2), &kernel, m, &rhs);
+                let one = multiply(&pool(1), &kernel, m, &rhs, &mut Workspace::default());
+                let two = multiply(&pool(2), &kernel, m, &rhs, &mut Workspace::default());
                 assert_eq!(one, two, "thread count changed the result");
                 for j in 0..r {
                     for i in 0..m {
