@@ -1155,20 +1155,11 @@ impl ColumnGroup {
 /// Allocated afresh for every pass, they went back to the kernel when freed (glibc trims
 /// the arenas of rayon's workers, and maps large blocks apart) and came back as fresh
 /// pages: ~27,000 page faults in a stage-1 fit at m = 4,000.
+#[derive(Default)]
 pub struct Workspace<F: Real> {
     bands: Vec<BandBuffers<F>>,
     packed: Vec<Vec<F>>,
     packed_out: Vec<F>,
-}
-
-impl<F: Real> Default for Workspace<F> {
-    fn default() -> Self {
-        Workspace {
-            bands: Vec::new(),
-            packed: Vec::new(),
-            packed_out: Vec::new(),
-        }
-    }
 }
 
 struct BandBuffers<F: Real> {
@@ -1177,6 +1168,7 @@ struct BandBuffers<F: Real> {
     buffer: Vec<F>,
 }
 
+// By hand: a derive would ask `F::Lanes: Default`, which arrays of any width are not.
 impl<F: Real> Default for BandBuffers<F> {
     fn default() -> Self {
         BandBuffers {
