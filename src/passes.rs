@@ -1661,13 +1661,7 @@ fn products_packed<'a, F: Real>(
                 }
             });
     });
-    (0..groups.len())
-        .map(|g| {
-            (0..r)
-                .map(|j| (0..n_rows).map(|i| out[i * width + g * r + j]).collect())
-                .collect()
-        })
-        .collect()
+    by_column(out, n_rows, groups.len(), r)
 }
 
 /// One packed block of right-hand sides of [`products_packed`].
@@ -1781,13 +1775,35 @@ fn products_lanewise<'a, F: Real>(
                 }
             });
     });
-    (0..groups.len())
-        .map(|g| {
-            (0..r)
-                .map(|j| (0..m).map(|i| out[i * width + g * r + j]).collect())
-                .collect()
-        })
-        .collect()
+    by_column(&out, m, groups.len(), r)
+}
+
+/// Rows of a pass's outputs copied out at a time by [`by_column`]: a block (~40 KB with 20
+/// outputs per row) stays in cache while it is read once per column.
+const BY_COLUMN_ROWS: usize = 256;
+
+/// The row-major outputs of a pass (`n_rows × (groups·r)`, ordered (group, right-hand
+/// side)) as one vector per column, `out[g][j][i]`, copied by blocks of rows: reading each
+/// whole column in turn strides through the whole buffer once per column, and at
+/// m = 4,000 with 20 columns the buffer (~0.7 MB) no longer fits in L2.
+fn by_column<F: Real>(out: &[F], n_rows: usize, groups: usize, r: usize) -> GroupedProducts<F> {
+    let width = groups * r;
+    let mut columns: GroupedProducts<F> = (0..groups)
+        .map(|_| (0..r).map(|_| vec![F::zero(); n_rows]).collect())
+        .collect();
+    for first in (0..n_rows).step_by(BY_COLUMN_ROWS) {
+        let rows = first..(first + BY_COLUMN_ROWS).min(n_rows);
+        let block = &out[rows.start * width..rows.end * width];
+        for (g, by_rhs) in columns.iter_mut().enumerate() {
+            for (j, column) in by_rhs.iter_mut().enumerate() {
+                let values = block.chunks_exact(width).map(|row| row[g * r + j]);
+                for (target, value) in column[rows.clone()].iter_mut().zip(values) {
+                    *target = value;
+                }
+            }
+        }
+    }
+    columns
 }
 
 /// `acc[o·stride + j] += rows[o][run]·rhs[j][run]` for one or two right-hand sides.
