@@ -381,35 +381,16 @@ fn portable_combine_tile<F: Real, const O: usize, const V: usize, const W: usize
     }
 }
 
-/// [`portable_dots`] of `row` with `[positive, negative, weight∘row]`, the products with
-/// `weight` made on the way.
+/// [`portable_dots`] of `row` with `[positive, negative, weight∘row]` (the fallback of
+/// machines without AVX2/FMA, where a buffer for `weight∘row` costs little beside the loop).
 fn portable_row_statistics<F: Real>(
     row: &[F],
     positive: &[F],
     negative: &[F],
     weight: &[F],
 ) -> [F; 3] {
-    let n = row.len();
-    let body = n - n % LANES;
-    let mut acc = [[F::zero(); LANES]; 3];
-    for (chunk_index, row_chunk) in row[..body].chunks_exact(LANES).enumerate() {
-        let base = chunk_index * LANES;
-        for (lane, &r) in row_chunk.iter().enumerate() {
-            let l = base + lane;
-            acc[0][lane] += r * positive[l];
-            acc[1][lane] += r * negative[l];
-            acc[2][lane] += r * (weight[l] * r);
-        }
-    }
-    let mut result = [F::zero(); 3];
-    for (k, (sum, lanes)) in result.iter_mut().zip(acc).enumerate() {
-        *sum = reduce_lanes(lanes);
-        for l in body..n {
-            let x = [positive[l], negative[l], weight[l] * row[l]][k];
-            *sum += row[l] * x;
-        }
-    }
-    result
+    let weighted: Vec<F> = row.iter().zip(weight).map(|(&r, &w)| w * r).collect();
+    portable_dots(row, [positive, negative, &weighted])
 }
 
 fn portable_dots<F: Real, const R: usize>(row: &[F], rhs: [&[F]; R]) -> [F; R] {
