@@ -424,8 +424,22 @@ impl<'a, F: Real> Engine<'a, F> {
             &mut self.workspace,
         );
         let (k0x, k0dx) = self.plain_and_weighted(by_class_k);
+        (
+            k0x,
+            k0dx,
+            self.stage_start_from_basis(by_class_basis, hotelling),
+        )
+    }
+
+    /// The stage-start products `[U_0'x | U_0'Dx | V_0'x (hotelling)]` of each `x` from
+    /// the products of the basis (`V_0` for hotelling, else `U_0`) split by class.
+    fn stage_start_from_basis(
+        &self,
+        by_class_basis: Vec<Vec<Vec<F>>>,
+        hotelling: bool,
+    ) -> Vec<Vec<F>> {
         let (basis_x, basis_dx) = self.plain_and_weighted(by_class_basis);
-        let start = basis_x
+        basis_x
             .into_iter()
             .zip(basis_dx)
             .map(|(bx, bdx)| {
@@ -437,8 +451,34 @@ impl<'a, F: Real> Engine<'a, F> {
                 };
                 [scaled(&bx), scaled(&bdx), bx].concat()
             })
-            .collect();
-        (k0x, k0dx, start)
+            .collect()
+    }
+
+    /// [`Engine::stage_products`] of the projection family's last stage, where only the
+    /// rows of `K_0 x` at the picks are read (by the later picks' deflated columns):
+    /// `K_0 x` at the picks' rows, in order, no `K_0 D x`, and the stage-start products,
+    /// from the picks' rows of `K_0` and the terms alone, not a pass. Each value is the
+    /// one the pass would give, bit for bit (the same packed tiles, which need three or
+    /// more directions, and the classes contiguous); `None` otherwise.
+    fn stage_products_at_picks(
+        &mut self,
+        picks: &[usize],
+        xs: &[&[F]],
+    ) -> Option<StageProducts<F>> {
+        let groups = self.class_groups.as_ref().filter(|_| xs.len() >= 3)?;
+        let (by_class_picks, by_class_basis) = passes::multiply_groups_at_rows(
+            &self.pool,
+            self.kernel,
+            self.m,
+            picks,
+            &self.us,
+            xs,
+            groups,
+            &mut self.workspace,
+        );
+        let (k0x, _) = self.plain_and_weighted(by_class_picks);
+        let start = self.stage_start_from_basis(by_class_basis, false);
+        Some((k0x, vec![Vec::new(); xs.len()], start))
     }
 
     /// Columns `picks` of `K_t` (rows of the symmetric `K_0`, minus the rank-one terms),
@@ -777,7 +817,50 @@ impl<'a, F: Real> Engine<'a, F> {
         });
         let multiplied = orthogonalised.as_ref().unwrap_or(&columns);
         let rhs: Vec<&[F]> = multiplied.iter().map(Vec::as_slice).collect();
-        let (k0_columns, k0_weighted, start_products) = self.stage_products(&rhs, hotelling);
+        // The projection family's last stage needs `K_0 x` only where its later picks'
+        // columns read it: at the picks' rows. Should a pick be skipped, the stage falls
+        // short of the target and a next stage needs every statistic: it is then done
+        // again from the whole pass.
+        let last = family == Family::Projection && chosen.len() + picks.len() == self.target;
+        if last {
+            let (chosen_before, ortho_before) = (chosen.len(), self.ortho.len());
+            if let Some(products) = self.stage_products_at_picks(picks, &rhs) {
+                self.stage_terms(
+                    picks, &columns, multiplied, products, true, hotelling, ortho, tol, chosen,
+                );
+                if chosen.len() == self.target {
+                    return;
+                }
+                chosen.truncate(chosen_before);
+                self.ortho.truncate(ortho_before);
+            }
+        }
+        let products = self.stage_products(&rhs, hotelling);
+        let terms = self.stage_terms(
+            picks, &columns, multiplied, products, false, hotelling, ortho, tol, chosen,
+        );
+        if chosen.len() < self.target {
+            self.finish_stage(terms, hotelling);
+        }
+    }
+
+    /// The stage's picks in order, from its columns (`columns`, and `multiplied` the
+    /// directions its products were taken of) and their products: each pick's column
+    /// deflated by the stage's earlier terms, skipped if numerically explained, else its
+    /// term. `at_picks`: `K_0 x` is known only at the picks' rows, in their order.
+    #[allow(clippy::too_many_arguments)]
+    fn stage_terms(
+        &mut self,
+        picks: &[usize],
+        columns: &[Vec<F>],
+        multiplied: &[Vec<F>],
+        (k0_columns, k0_weighted, start_products): StageProducts<F>,
+        at_picks: bool,
+        hotelling: bool,
+        ortho: bool,
+        tol: f64,
+        chosen: &mut Vec<usize>,
+    ) -> Vec<StageTerm<F>> {
         let mut terms: Vec<StageTerm<F>> = Vec::new();
         let parts = multiplied
             .iter()
@@ -792,9 +875,10 @@ impl<'a, F: Real> Engine<'a, F> {
                 k0dx,
                 stage_start,
             };
+            let row = if at_picks { s } else { i };
             let factors: Vec<F> = terms
                 .iter()
-                .zip(self.stage_v_at(&terms, i, hotelling))
+                .zip(self.stage_v_at(&terms, i, row, hotelling))
                 .map(|(term, v_at_i)| -(v_at_i * term.lambda))
                 .collect();
             column.add_all_scaled(&factors, terms.iter().map(|term| &term.direction));
@@ -823,9 +907,7 @@ impl<'a, F: Real> Engine<'a, F> {
             let term = self.stage_term(x, &terms, hotelling);
             terms.push(term);
         }
-        if chosen.len() < self.target {
-            self.finish_stage(terms, hotelling);
-        }
+        terms
     }
 
     /// `[U_0'x | U_0'Dx | V_0'x (hotelling)]` for each `x`: one sweep over `U_0` (and `V_0`).
@@ -852,14 +934,15 @@ impl<'a, F: Real> Engine<'a, F> {
 
     /// `v_q[i]` for the stage's terms so far (`v_q = x_q` for hotelling; for projection
     /// `v_q = K_0 x_q − V_0 (U_0'x_q) − Σ_{p<q} v_p (u_p'x_q)`, with the multiply-adds in
-    /// the order of [`Engine::finish_stage`], so the value is the one it will store).
-    fn stage_v_at(&self, terms: &[StageTerm<F>], i: usize, hotelling: bool) -> Vec<F> {
+    /// the order of [`Engine::finish_stage`], so the value is the one it will store), with
+    /// `K_0 x_q` read at `row` (`i`, or the pick's place when only the picks' rows are known).
+    fn stage_v_at(&self, terms: &[StageTerm<F>], i: usize, row: usize, hotelling: bool) -> Vec<F> {
         let mut values: Vec<F> = Vec::with_capacity(terms.len());
         for term in terms {
             let value = if hotelling {
                 term.direction.x[i]
             } else {
-                let mut value = term.direction.k0x[i];
+                let mut value = term.direction.k0x[row];
                 for (v, &c) in self.vs.iter().zip(&term.start_x) {
                     value = (-c).mul_add(v[i], value);
                 }
@@ -920,20 +1003,27 @@ impl<'a, F: Real> Engine<'a, F> {
 
     /// The stage's `v = K_t'x` (projection) and `h = K_t'Du` in one sweep over `V_0`,
     /// then their stage terms in order; then the statistics, pick by pick.
-    fn finish_stage(&mut self, terms: Vec<StageTerm<F>>, hotelling: bool) {
+    fn finish_stage(&mut self, mut terms: Vec<StageTerm<F>>, hotelling: bool) {
         let n = terms.len();
+        // The products become `v` and `h` in place: the terms need them no more.
         let mut outs: Vec<Vec<F>> = Vec::with_capacity(2 * n);
+        if !hotelling {
+            outs.extend(
+                terms
+                    .iter_mut()
+                    .map(|t| std::mem::take(&mut t.direction.k0x)),
+            );
+        }
+        outs.extend(
+            terms
+                .iter_mut()
+                .map(|t| std::mem::take(&mut t.direction.k0dx)),
+        );
         let mut coefficients: Vec<&[F]> = Vec::with_capacity(2 * n);
         if !hotelling {
-            for term in &terms {
-                outs.push(term.direction.k0x.clone());
-                coefficients.push(&term.start_x);
-            }
+            coefficients.extend(terms.iter().map(|term| &term.start_x[..]));
         }
-        for term in &terms {
-            outs.push(term.direction.k0dx.clone());
-            coefficients.push(&term.start_dx);
-        }
+        coefficients.extend(terms.iter().map(|term| &term.start_dx[..]));
         self.subtract_combinations(&mut outs, &self.vs, &coefficients);
         let mut hs = outs.split_off(outs.len() - n);
         let mut vs = if hotelling {
@@ -953,7 +1043,8 @@ impl<'a, F: Real> Engine<'a, F> {
             if hotelling {
                 u.iter_mut().for_each(|value| *value = *value * term.lambda);
             }
-            let h: Vec<F> = h.iter().map(|&h| term.lambda * h).collect();
+            let mut h = h;
+            h.iter_mut().for_each(|value| *value = term.lambda * *value);
             self.update_statistics(&u, &v, &h);
             self.us.push(u);
             self.vs.push(v);
@@ -1367,6 +1458,41 @@ mod tests {
     }
 
     #[test]
+    fn a_last_stage_that_skips_a_pick_is_done_again_from_the_whole_pass() {
+        // The projection family's last stage reads only its picks' rows; a copy of the best
+        // point, picked with it and then explained by it, leaves the stage one short.
+        let (kernel, positive) = class_sorted_problem(150, 3, 5);
+        let pseudo = |k, deflation, stages| GreedyParams {
+            k,
+            criterion: Criterion::Pseudo,
+            deflation,
+            stages,
+            n_threads: 2,
+            ..GreedyParams::default()
+        };
+        let best = select(kernel.view(), &positive, &pseudo(1, Deflation::None, 1))
+            .unwrap()
+            .indices[0];
+        let order: Vec<usize> = (0..kernel.nrows())
+            .flat_map(|i| vec![i; 1 + usize::from(i == best)])
+            .collect();
+        let kernel = Array2::from_shape_fn((order.len(), order.len()), |(a, b)| {
+            kernel[[order[a], order[b]]]
+        });
+        let positive: Vec<bool> = order.iter().map(|&i| positive[i]).collect();
+        for deflation in [Deflation::Projection, Deflation::OrthoProjection] {
+            let params = pseudo(4, deflation, 4);
+            let selection = select(kernel.view(), &positive, &params).unwrap();
+            assert!(selection.indices.contains(&best), "{deflation:?}");
+            assert!(!selection.indices.contains(&(best + 1)), "{deflation:?}");
+            assert_eq!(selection.indices.len(), 4);
+            // The statistics, the stage's whole pass, and a stage of one pick.
+            assert_eq!(selection.kernel_passes, 3, "{deflation:?}");
+            assert_selects_as_explicit(&kernel, &positive, &params, "a copy of the best point");
+        }
+    }
+
+    #[test]
     fn stage_products_with_many_terms_match_explicit_deflation() {
         // Enough picks that a stage-1 pick's products with the earlier terms leave the
         // serial path (terms × m ≥ PARALLEL_WORK) for the sweep split by class.
@@ -1391,26 +1517,33 @@ mod tests {
 
     #[test]
     fn passes_over_the_kernel_are_one_per_stage_or_two_per_schur_pick() {
-        let (kernel, positive) = problem(90, 3, 7);
-        let count = |deflation, stages| {
+        let count = |(kernel, positive): &(Array2<f64>, Vec<bool>), deflation, stages| {
             let params = GreedyParams {
                 k: 20,
                 deflation,
                 stages,
                 ..GreedyParams::default()
             };
-            select(kernel.view(), &positive, &params)
+            select(kernel.view(), positive, &params)
                 .unwrap()
                 .kernel_passes
         };
-        assert_eq!(count(Deflation::Projection, 1), 1 + 20);
-        assert_eq!(count(Deflation::Projection, 5), 1 + 4);
-        assert_eq!(count(Deflation::OrthoHotelling, 10), 1 + 2);
+        let mixed = problem(90, 3, 7);
+        assert_eq!(count(&mixed, Deflation::Projection, 1), 1 + 20);
+        assert_eq!(count(&mixed, Deflation::Projection, 5), 1 + 4);
+        assert_eq!(count(&mixed, Deflation::OrthoHotelling, 10), 1 + 2);
         // The last pick's second pass would only serve a next stage.
-        assert_eq!(count(Deflation::Schur, 1), 1 + 40 - 1);
-        assert_eq!(count(Deflation::Schur, 5), 1 + 4 * 6 - 1);
-        assert_eq!(count(Deflation::OrthoSchur, 10), 1 + 2 * 11 - 1);
-        assert_eq!(count(Deflation::None, 1), 1);
+        assert_eq!(count(&mixed, Deflation::Schur, 1), 1 + 40 - 1);
+        assert_eq!(count(&mixed, Deflation::Schur, 5), 1 + 4 * 6 - 1);
+        assert_eq!(count(&mixed, Deflation::OrthoSchur, 10), 1 + 2 * 11 - 1);
+        assert_eq!(count(&mixed, Deflation::None, 1), 1);
+        // With the classes contiguous, the projection family's last stage of three or more
+        // picks reads only its picks' rows.
+        let sorted = class_sorted_problem(150, 3, 7);
+        assert_eq!(count(&sorted, Deflation::Projection, 5), 1 + 4 - 1);
+        assert_eq!(count(&sorted, Deflation::OrthoProjection, 10), 1 + 2 - 1);
+        assert_eq!(count(&sorted, Deflation::Projection, 2), 1 + 10);
+        assert_eq!(count(&sorted, Deflation::Hotelling, 5), 1 + 4);
     }
 
     #[test]

@@ -1240,16 +1240,59 @@ pub fn multiply_groups_with_rows<F: Real>(
         let products_rows = products(pool, rows.len(), |t| &rows[t], rhs, groups, workspace);
         return (products_k, products_rows);
     }
-    let row = |i: usize| match i.checked_sub(m) {
-        None => &kernel[i * m..(i + 1) * m],
+    products_and_extra_rows(
+        pool,
+        m,
+        |i| &kernel[i * m..(i + 1) * m],
+        rows,
+        rhs,
+        groups,
+        workspace,
+    )
+}
+
+/// [`products`] of `n` kernel rows (`kernel_row(o)`) followed by the extra `rows`, in one
+/// call, returned apart: `(out[g][j][o], row_out[g][j][t])`.
+fn products_and_extra_rows<'a, F: Real>(
+    pool: &rayon::ThreadPool,
+    n: usize,
+    kernel_row: impl Fn(usize) -> &'a [F] + Sync,
+    rows: &'a [Vec<F>],
+    rhs: &[&[F]],
+    groups: &[ColumnGroup],
+    workspace: &mut Workspace<F>,
+) -> (GroupedProducts<F>, GroupedProducts<F>) {
+    let row = |o: usize| match o.checked_sub(n) {
+        None => kernel_row(o),
         Some(t) => rows[t].as_slice(),
     };
-    let mut products_k = products(pool, m + rows.len(), row, rhs, groups, workspace);
-    let products_rows = products_k
+    let mut products_kernel = products(pool, n + rows.len(), row, rhs, groups, workspace);
+    let products_rows = products_kernel
         .iter_mut()
-        .map(|by_rhs| by_rhs.iter_mut().map(|out| out.split_off(m)).collect())
+        .map(|by_rhs| by_rhs.iter_mut().map(|out| out.split_off(n)).collect())
         .collect();
-    (products_k, products_rows)
+    (products_kernel, products_rows)
+}
+
+/// The rows `picks` of [`multiply_groups_with_rows`]'s products and all its extra rows, from
+/// those rows alone (`picks.len() + rows.len()` rows read, not `m`): `(out[g][j][s],
+/// row_out[g][j][t])` for `K[picks[s], :]`. For three or more right-hand sides, each
+/// output is the one that call gives, bit for bit: a row's sums do not depend on the
+/// rows it shares a tile with.
+#[allow(clippy::too_many_arguments)]
+pub fn multiply_groups_at_rows<F: Real>(
+    pool: &rayon::ThreadPool,
+    kernel: &[F],
+    m: usize,
+    picks: &[usize],
+    rows: &[Vec<F>],
+    rhs: &[&[F]],
+    groups: &[ColumnGroup],
+    workspace: &mut Workspace<F>,
+) -> (GroupedProducts<F>, GroupedProducts<F>) {
+    debug_assert!(rows.iter().all(|row| row.len() == m));
+    let kernel_row = |o: usize| &kernel[picks[o] * m..(picks[o] + 1) * m];
+    products_and_extra_rows(pool, picks.len(), kernel_row, rows, rhs, groups, workspace)
 }
 
 /// Whether a pass over an `m×m` kernel with `r` right-hand sides reads only its upper
@@ -2121,6 +2164,58 @@ mod tests {
                             }
                         }
                     }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn products_at_rows_are_the_pass_rows_bit_for_bit() {
+        let m = 130;
+        let kernel = symmetric_kernel(m);
+        let labels: Vec<bool> = (0..m).map(|i| i < 57).collect();
+        let groups = [
+            ColumnGroup::of_class::<f64>(&labels, true),
+            ColumnGroup::of_class::<f64>(&labels, false),
+        ];
+        let vectors = |count: usize, seed: usize| -> Vec<Vec<f64>> {
+            (0..count)
+                .map(|j| {
+                    (0..m)
+                        .map(|i| ((i * 3 + 5 * j + seed) % 11) as f64 / 7.0 - 0.7)
+                        .collect()
+                })
+                .collect()
+        };
+        let (xs, extra) = (vectors(13, 0), vectors(3, 4));
+        let picks = [77, 3, 129, 40, 41, 0, 100];
+        for r in [3, 5, 10, 13] {
+            let rhs: Vec<&[f64]> = xs[..r].iter().map(Vec::as_slice).collect();
+            let mut workspace = Workspace::default();
+            let (whole, whole_extra) = multiply_groups_with_rows(
+                &pool(2),
+                &kernel,
+                m,
+                &extra,
+                &rhs,
+                &groups,
+                &mut workspace,
+            );
+            let (at_picks, at_extra) = multiply_groups_at_rows(
+                &pool(2),
+                &kernel,
+                m,
+                &picks,
+                &extra,
+                &rhs,
+                &groups,
+                &mut workspace,
+            );
+            assert_eq!(at_extra, whole_extra, "r={r}");
+            for (g, by_rhs) in at_picks.iter().enumerate() {
+                for (j, out) in by_rhs.iter().enumerate() {
+                    let expected: Vec<f64> = picks.iter().map(|&i| whole[g][j][i]).collect();
+                    assert_eq!(out, &expected, "r={r} g={g} j={j}");
                 }
             }
         }
