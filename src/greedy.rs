@@ -330,10 +330,11 @@ struct Engine<'a, F: Real> {
     n: Vec<F>,
     d: Vec<F>,
     threshold: Vec<F>,
-    /// Rank-one terms: `K_t = K_0 − Σ_r us[r] vs[r]'`.
+    /// Rank-one terms: `K_t = K_0 − Σ_r u_r vs[r]'`, with `u_r = us[r]`, except in the
+    /// hotelling family, whose `u_r = λ_r vs[r]` is not stored (`us` stays empty).
     us: Vec<Vec<F>>,
     vs: Vec<Vec<F>>,
-    /// The hotelling family's `λ_r`, with `us[r] = λ_r vs[r]`.
+    /// `λ_r` of the hotelling and projection families (1 for projection).
     lambdas: Vec<F>,
     /// Earlier `ortho-*` directions `q`.
     ortho: Vec<Vec<F>>,
@@ -440,18 +441,21 @@ impl<'a, F: Real> Engine<'a, F> {
     ) -> Vec<Vec<F>> {
         let (basis_x, basis_dx) = self.plain_and_weighted(by_class_basis);
         basis_x
-            .into_iter()
-            .zip(basis_dx)
-            .map(|(bx, bdx)| {
-                if !hotelling {
-                    return [bx, bdx].concat();
-                }
-                let scaled = |b: &[F]| -> Vec<F> {
-                    b.iter().zip(&self.lambdas).map(|(&b, &l)| l * b).collect()
-                };
-                [scaled(&bx), scaled(&bdx), bx].concat()
-            })
+            .iter()
+            .zip(&basis_dx)
+            .map(|(bx, bdx)| self.stage_start(bx, bdx, hotelling))
             .collect()
+    }
+
+    /// `[U_0'x | U_0'Dx | V_0'x (hotelling)]` from the basis' `B'x` and `B'Dx` (`B = V_0`
+    /// for hotelling, whose `U_0 = V_0 Λ`; else `U_0`).
+    fn stage_start(&self, bx: &[F], bdx: &[F], hotelling: bool) -> Vec<F> {
+        if !hotelling {
+            return [bx, bdx].concat();
+        }
+        let scaled =
+            |b: &[F]| -> Vec<F> { b.iter().zip(&self.lambdas).map(|(&b, &l)| l * b).collect() };
+        [scaled(bx), scaled(bdx), bx.to_vec()].concat()
     }
 
     /// [`Engine::stage_products`] of the projection family's last stage, where only the
@@ -481,18 +485,33 @@ impl<'a, F: Real> Engine<'a, F> {
         Some((k0x, vec![Vec::new(); xs.len()], start))
     }
 
+    /// Whether the terms' `u_r = λ_r v_r` (the hotelling family) are kept as `v_r` and `λ_r`.
+    fn u_is_scaled_v(&self) -> bool {
+        self.us.len() < self.vs.len()
+    }
+
     /// Columns `picks` of `K_t` (rows of the symmetric `K_0`, minus the rank-one terms),
-    /// in one sweep over `U`.
+    /// in one sweep over `U` (over `V`, for the hotelling family, just swept by the stage
+    /// before, with coefficients `λ_r v_r[i]`).
     fn columns(&self, picks: &[usize]) -> Vec<Vec<F>> {
         let mut columns: Vec<Vec<F>> = picks
             .iter()
             .map(|&i| self.kernel[i * self.m..(i + 1) * self.m].to_vec())
             .collect();
+        let scaled = self.u_is_scaled_v();
         let coefficients: Vec<Vec<F>> = picks
             .iter()
-            .map(|&i| self.vs.iter().map(|v| v[i]).collect())
+            .map(|&i| {
+                let at_i = self.vs.iter().map(|v| v[i]);
+                if scaled {
+                    at_i.zip(&self.lambdas).map(|(v, &l)| l * v).collect()
+                } else {
+                    at_i.collect()
+                }
+            })
             .collect();
-        self.subtract_combinations(&mut columns, &self.us, &coefficients);
+        let vectors = if scaled { &self.vs } else { &self.us };
+        self.subtract_combinations(&mut columns, vectors, &coefficients);
         columns
     }
 
@@ -910,25 +929,15 @@ impl<'a, F: Real> Engine<'a, F> {
         terms
     }
 
-    /// `[U_0'x | U_0'Dx | V_0'x (hotelling)]` for each `x`: one sweep over `U_0` (and `V_0`).
+    /// `[U_0'x | U_0'Dx | V_0'x (hotelling)]` for each `x`: one sweep over `U_0` (over
+    /// `V_0` for hotelling, with `U_0 = V_0 Λ`).
     fn stage_start_products(&self, xs: &[&[F]], hotelling: bool) -> Vec<Vec<F>> {
         let weighted: Vec<Vec<F>> = xs.iter().map(|x| self.weighted(x)).collect();
         let rhs = stacked(xs, &weighted);
-        let u_products = self.dots_with(&self.us, &rhs);
-        let v_products = if hotelling {
-            self.dots_with(&self.vs, xs)
-        } else {
-            vec![Vec::new(); xs.len()]
-        };
+        let basis = if hotelling { &self.vs } else { &self.us };
+        let products = self.dots_with(basis, &rhs);
         (0..xs.len())
-            .map(|s| {
-                [
-                    &u_products[s][..],
-                    &u_products[xs.len() + s],
-                    &v_products[s],
-                ]
-                .concat()
-            })
+            .map(|s| self.stage_start(&products[s], &products[xs.len() + s], hotelling))
             .collect()
     }
 
@@ -958,7 +967,7 @@ impl<'a, F: Real> Engine<'a, F> {
 
     /// The pick of direction `x`: its products with every term before it, and `λ`.
     fn stage_term(&self, x: Tracked<F>, earlier: &[StageTerm<F>], hotelling: bool) -> StageTerm<F> {
-        let t0 = self.us.len();
+        let t0 = self.vs.len();
         let dx = self.weighted(&x.x);
         let start = if x.stage_start.is_empty() {
             self.stage_start_products(&[&x.x], hotelling).remove(0)
@@ -1027,7 +1036,10 @@ impl<'a, F: Real> Engine<'a, F> {
         self.subtract_combinations(&mut outs, &self.vs, &coefficients);
         let mut hs = outs.split_off(outs.len() - n);
         let mut vs = if hotelling {
-            terms.iter().map(|term| term.direction.x.clone()).collect()
+            terms
+                .iter_mut()
+                .map(|term| std::mem::take(&mut term.direction.x))
+                .collect()
         } else {
             outs
         };
@@ -1038,15 +1050,16 @@ impl<'a, F: Real> Engine<'a, F> {
             }
             self.subtract_combinations(&mut hs[s..s + 1], earlier, &[&term.earlier_dx[..]]);
         }
-        for ((term, v), h) in terms.into_iter().zip(vs).zip(hs) {
-            let mut u = term.direction.x;
-            if hotelling {
-                u.iter_mut().for_each(|value| *value = *value * term.lambda);
-            }
-            let mut h = h;
+        for ((term, v), mut h) in terms.into_iter().zip(vs).zip(hs) {
             h.iter_mut().for_each(|value| *value = term.lambda * *value);
-            self.update_statistics(&u, &v, &h);
-            self.us.push(u);
+            if hotelling {
+                let u: Vec<F> = v.iter().map(|&value| value * term.lambda).collect();
+                self.update_statistics(&u, &v, &h);
+            } else {
+                let u = term.direction.x;
+                self.update_statistics(&u, &v, &h);
+                self.us.push(u);
+            }
             self.vs.push(v);
             self.lambdas.push(term.lambda);
         }
