@@ -336,7 +336,8 @@ struct Engine<'a, F: Real> {
     vs: Vec<Vec<F>>,
     /// `λ_r` of the hotelling and projection families (1 for projection).
     lambdas: Vec<F>,
-    /// Earlier `ortho-*` directions `q`.
+    /// Earlier `ortho-schur` directions `q`. Those of `ortho-hotelling` are its `v`, those
+    /// of `ortho-projection` its `u` ([`Engine::ortho_basis`]): not stored twice.
     ortho: Vec<Vec<F>>,
     /// The columns of each class (positive first) when the classes form few runs, as in
     /// the kernels `GreedyKFDA.fit` builds: passes then split by class.
@@ -736,20 +737,30 @@ impl<'a, F: Real> Engine<'a, F> {
         scored.into_iter().map(|(_, i)| i).collect()
     }
 
-    /// The unit direction of a pick: `τ = c/‖c‖`, or for `ortho-*` its Gram–Schmidt
-    /// residual against the earlier directions (classical, coefficients `q'τ`), or
-    /// `None` when that residual is numerically zero. Only `x` is carried: the forms that
-    /// track products orthogonalise before their pass.
-    fn direction(&mut self, column: Vec<F>, ortho: bool, tol: f64) -> Option<Vec<F>> {
+    /// The earlier `ortho-*` directions `q` of a family: `ortho-hotelling`'s are its `v`
+    /// (`v = x = q`), `ortho-projection`'s its `u` (`u = x = q`), in the order of the picks.
+    fn ortho_basis(&self, family: Family) -> &[Vec<F>] {
+        match family {
+            Family::Hotelling => &self.vs,
+            Family::Projection => &self.us,
+            Family::Schur | Family::None => &self.ortho,
+        }
+    }
+
+    /// The unit direction of a pick: `τ = c/‖c‖`, or, given the earlier directions
+    /// `ortho` (`ortho-*`), its Gram–Schmidt residual against them (classical,
+    /// coefficients `q'τ`), or `None` when that residual is numerically zero. Only `x` is
+    /// carried: the forms that track products orthogonalise before their pass.
+    fn direction(&self, column: Vec<F>, ortho: Option<&[Vec<F>]>, tol: f64) -> Option<Vec<F>> {
         let mut tau = column;
         let norm = dot(&tau, &tau).sqrt();
         tau.iter_mut().for_each(|v| *v = *v / norm);
-        if !ortho {
+        let Some(earlier) = ortho else {
             return Some(tau);
-        }
-        let coefficients = self.dots_with(&self.ortho, &[&tau]);
+        };
+        let coefficients = self.dots_with(earlier, &[&tau]);
         let mut residual = [tau];
-        self.subtract_combinations(&mut residual, &self.ortho, &coefficients);
+        self.subtract_combinations(&mut residual, earlier, &coefficients);
         let [mut q] = residual;
         let norm2 = dot(&q, &q);
         if norm2.as_f64() <= tol {
@@ -757,7 +768,6 @@ impl<'a, F: Real> Engine<'a, F> {
         }
         let scale = F::one() / norm2.sqrt();
         q.iter_mut().for_each(|v| *v = *v * scale);
-        self.ortho.push(q.clone());
         Some(q)
     }
 
@@ -767,7 +777,7 @@ impl<'a, F: Real> Engine<'a, F> {
     /// Gram–Schmidt against the stage's earlier directions finishes `q = (I − QQ')τ`,
     /// `τ = c/‖c‖`, on tracked vectors, so no pick sweeps the earlier directions.
     fn stage_direction(
-        &mut self,
+        &self,
         mut column: Tracked<F>,
         norm: F,
         earlier: &[StageTerm<F>],
@@ -785,7 +795,6 @@ impl<'a, F: Real> Engine<'a, F> {
             return None;
         }
         column.scale(F::one() / norm2.sqrt());
-        self.ortho.push(column.x.clone());
         Some(column)
     }
 
@@ -807,7 +816,8 @@ impl<'a, F: Real> Engine<'a, F> {
         if ortho && one_per_stage {
             // A lone pick's direction is known before the pass, so the pass multiplies
             // the direction itself and Gram–Schmidt need not carry products along.
-            let Some(x) = self.direction(self.columns(picks).remove(0), true, tol) else {
+            let column = self.columns(picks).remove(0);
+            let Some(x) = self.direction(column, Some(self.ortho_basis(family)), tol) else {
                 return;
             };
             let (mut k0x, mut k0dx, mut start) = self.stage_products(&[&x], hotelling);
@@ -829,9 +839,10 @@ impl<'a, F: Real> Engine<'a, F> {
         // (`columns` keeps them, for the thresholds and the norms of `τ`).
         let orthogonalised = ortho.then(|| {
             let rhs: Vec<&[F]> = columns.iter().map(Vec::as_slice).collect();
-            let coefficients = self.dots_with(&self.ortho, &rhs);
+            let earlier = self.ortho_basis(family);
+            let coefficients = self.dots_with(earlier, &rhs);
             let mut residuals = columns.clone();
-            self.subtract_combinations(&mut residuals, &self.ortho, &coefficients);
+            self.subtract_combinations(&mut residuals, earlier, &coefficients);
             residuals
         });
         let multiplied = orthogonalised.as_ref().unwrap_or(&columns);
@@ -842,7 +853,7 @@ impl<'a, F: Real> Engine<'a, F> {
         // again from the whole pass.
         let last = family == Family::Projection && chosen.len() + picks.len() == self.target;
         if last {
-            let (chosen_before, ortho_before) = (chosen.len(), self.ortho.len());
+            let chosen_before = chosen.len();
             if let Some(products) = self.stage_products_at_picks(picks, &rhs) {
                 self.stage_terms(
                     picks, &columns, multiplied, products, true, hotelling, ortho, tol, chosen,
@@ -851,7 +862,6 @@ impl<'a, F: Real> Engine<'a, F> {
                     return;
                 }
                 chosen.truncate(chosen_before);
-                self.ortho.truncate(ortho_before);
             }
         }
         let products = self.stage_products(&rhs, hotelling);
@@ -1079,9 +1089,12 @@ impl<'a, F: Real> Engine<'a, F> {
                 continue;
             }
             // Only `x` is needed here: the schur family takes no fused products.
-            let Some(x) = self.direction(column, ortho, tol) else {
+            let Some(x) = self.direction(column, ortho.then_some(&self.ortho[..]), tol) else {
                 continue;
             };
+            if ortho {
+                self.ortho.push(x.clone());
+            }
             chosen.push(i);
             // One sweep over `U` for `U'x` and the last term's `U'Du`, one pass for
             // `K_0 x` and `K_0 D u`, one sweep over `V` for `K_t'x` and the last `h`.
