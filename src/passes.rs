@@ -2169,28 +2169,28 @@ mod tests {
         }
     }
 
-    #[test]
-    fn products_at_rows_are_the_pass_rows_bit_for_bit() {
+    fn check_products_at_rows<F: Real>(widths: &[usize]) {
         let m = 130;
-        let kernel = symmetric_kernel(m);
+        let kernel: Vec<F> = symmetric_kernel(m).into_iter().map(F::from_f64).collect();
         let labels: Vec<bool> = (0..m).map(|i| i < 57).collect();
         let groups = [
-            ColumnGroup::of_class::<f64>(&labels, true),
-            ColumnGroup::of_class::<f64>(&labels, false),
+            ColumnGroup::of_class::<F>(&labels, true),
+            ColumnGroup::of_class::<F>(&labels, false),
         ];
-        let vectors = |count: usize, seed: usize| -> Vec<Vec<f64>> {
+        let vectors = |count: usize, seed: usize| -> Vec<Vec<F>> {
             (0..count)
                 .map(|j| {
                     (0..m)
-                        .map(|i| ((i * 3 + 5 * j + seed) % 11) as f64 / 7.0 - 0.7)
+                        .map(|i| F::from_f64(((i * 3 + 5 * j + seed) % 11) as f64 / 7.0 - 0.7))
                         .collect()
                 })
                 .collect()
         };
-        let (xs, extra) = (vectors(13, 0), vectors(3, 4));
+        let widest = widths.iter().copied().max().unwrap_or(0);
+        let (xs, extra) = (vectors(widest, 0), vectors(3, 4));
         let picks = [77, 3, 129, 40, 41, 0, 100];
-        for r in [3, 5, 10, 13] {
-            let rhs: Vec<&[f64]> = xs[..r].iter().map(Vec::as_slice).collect();
+        for &r in widths {
+            let rhs: Vec<&[F]> = xs[..r].iter().map(Vec::as_slice).collect();
             let mut workspace = Workspace::default();
             let (whole, whole_extra) = multiply_groups_with_rows(
                 &pool(2),
@@ -2214,11 +2214,18 @@ mod tests {
             assert_eq!(at_extra, whole_extra, "r={r}");
             for (g, by_rhs) in at_picks.iter().enumerate() {
                 for (j, out) in by_rhs.iter().enumerate() {
-                    let expected: Vec<f64> = picks.iter().map(|&i| whole[g][j][i]).collect();
+                    let expected: Vec<F> = picks.iter().map(|&i| whole[g][j][i]).collect();
                     assert_eq!(out, &expected, "r={r} g={g} j={j}");
                 }
             }
         }
+    }
+
+    #[test]
+    fn products_at_rows_are_the_pass_rows_bit_for_bit() {
+        // Every packed tile shape: 4 × 3, 6 × 2 and 6 × 1 vectors, one block or several.
+        check_products_at_rows::<f64>(&[3, 5, 10, 13]);
+        check_products_at_rows::<f32>(&[3, 9, 10, 17, 30]);
     }
 
     #[test]
