@@ -563,8 +563,11 @@ impl<'a, F: Real> Engine<'a, F> {
         x.iter().zip(&self.weight).map(|(x, w)| *x * *w).collect()
     }
 
+    /// `x'Dx`, the `d` of [`passes::Dots::row_statistics`] (`D x` formed in registers,
+    /// the sum of `dot(D x, x)` bit for bit): no buffer for `D x`, whose allocation, freed
+    /// at the top of the heap and trimmed there, would fault its pages in at every call.
     fn weighted_norm2(&self, x: &[F]) -> F {
-        dot(&self.weighted(x), x)
+        F::row_statistics(x, &self.weight, &self.weight, &self.weight)[2]
     }
 
     /// The statistics of `K_t − u v'` from those of `K_t`, with `h = K_t' D u`.

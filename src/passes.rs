@@ -2334,6 +2334,8 @@ mod tests {
                 let weighted: Vec<F> = row.iter().zip(&weight).map(|(&r, &w)| w * r).collect();
                 let expected = dots(&row, [&positive[..], &negative, &weighted]);
                 assert!(F::row_statistics(&row, &positive, &negative, &weight) == expected);
+                // The weighted norm as a dot product of its own: the same sum.
+                assert!(dots(&weighted, [&row[..]])[0] == expected[2]);
                 assert!(
                     portable_row_statistics(&row, &positive, &negative, &weight)
                         == portable_dots(&row, [&positive[..], &negative, &weighted])
