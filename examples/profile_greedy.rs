@@ -5,13 +5,6 @@
 //! function are repeatable, unlike timings on a shared machine.
 
 use gkfda::{greedy, kernel, GreedyParams, Kernel};
-
-/// The allocator of the Python extension module (src/python.rs), so that the times here are
-/// those of `gkfda` fits: glibc's trimming of its heap would add page faults they do not have.
-/// With the `python` feature the library declares it already.
-#[cfg(not(feature = "python"))]
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use ndarray::Array2;
 
 fn main() {

@@ -227,9 +227,32 @@ unsafe impl<F> Sync for SharedBuffer<F> {}
 
 /// The symmetric Gram matrix `K[i, j] = κ(x_i, x_j)` (`m×m`), exactly symmetric.
 pub fn gram<F: Real>(x: ArrayView2<F>, kernel: &Kernel, n_threads: usize) -> Result<Array2<F>> {
-    kernel.validate()?;
     let m = x.nrows();
     let mut out = allocate::<F>(m, m)?;
+    gram_into(x, kernel, n_threads, out.view_mut())?;
+    Ok(out)
+}
+
+/// [`gram`] into `out`, an `m×m` array in standard (row-major, contiguous) layout that the
+/// caller allocated: every element is written. The Python binding passes NumPy's own
+/// zeroed array, whose pages are first touched here, by the threads that compute them.
+pub fn gram_into<F: Real>(
+    x: ArrayView2<F>,
+    kernel: &Kernel,
+    n_threads: usize,
+    mut out: ArrayViewMut2<F>,
+) -> Result<()> {
+    kernel.validate()?;
+    let m = x.nrows();
+    if out.dim() != (m, m) || !out.is_standard_layout() {
+        return Err(Error::invalid(
+            "out",
+            format!(
+                "must be a contiguous {m}×{m} row-major array, got shape {:?}",
+                out.dim()
+            ),
+        ));
+    }
     let norms = squared_norms(x);
     let pool = thread_pool(n_threads)?;
     pool.install(|| {
@@ -272,7 +295,7 @@ pub fn gram<F: Real>(x: ArrayView2<F>, kernel: &Kernel, n_threads: usize) -> Res
             }
         });
     });
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -360,6 +383,20 @@ mod tests {
             1,
         );
         assert!(wrong.is_err());
+    }
+
+    #[test]
+    fn gram_into_a_caller_array_is_gram_and_refuses_a_wrong_one() {
+        let x = points(70, 3, 5);
+        let kernel = Kernel::Rbf { gamma: 0.7 };
+        let expected = gram(x.view(), &kernel, 2).unwrap();
+        let mut out = Array2::from_elem((70, 70), f64::NAN); // every element is written
+        gram_into(x.view(), &kernel, 2, out.view_mut()).unwrap();
+        assert_eq!(out, expected);
+        let mut wrong = Array2::<f64>::zeros((70, 69));
+        assert!(gram_into(x.view(), &kernel, 2, wrong.view_mut()).is_err());
+        let mut transposed = Array2::<f64>::zeros((70, 70));
+        assert!(gram_into(x.view(), &kernel, 2, transposed.view_mut().reversed_axes()).is_err());
     }
 
     #[test]

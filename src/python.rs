@@ -7,18 +7,9 @@ use crate::error::Error;
 use crate::greedy::{self, GreedyParams};
 use crate::kernel::{self, Kernel};
 use crate::real::Real;
-use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-
-/// The extension module's Rust allocations go to mimalloc. A fit allocates and frees many
-/// buffers of a kernel row's size (columns, a pass's outputs, temporaries); the system
-/// allocator gives freed memory at the top of its heap back to the OS and faults it in
-/// again at the next allocation, ~2 µs a page on the machines this was measured on, where
-/// mimalloc keeps it for reuse. Fits 1.02–1.15× faster in paired runs (docs/PERFORMANCE.md,
-/// eleventh session). Plain `cargo` builds (tests, examples) keep the system allocator.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 impl From<Error> for PyErr {
     fn from(error: Error) -> PyErr {
@@ -52,13 +43,27 @@ fn kernel_typed<'py, F: Real + numpy::Element>(
     n_threads: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
     let x_view = x.as_array();
-    let result = match &z {
-        None => py.detach(|| kernel::gram(x_view, &kernel, n_threads))?,
-        Some(z) => {
-            let z_view = z.as_array();
-            py.detach(|| kernel::cross(x_view, z_view, &kernel, n_threads))?
+    let Some(z) = &z else {
+        // The m×m matrix is NumPy's own zeroed array (a `MemoryError` if it cannot be had),
+        // filled with the GIL released: fresh pages that NumPy advises as huge pages, so the
+        // passes that stream it take far fewer TLB misses, first touched by the threads
+        // that compute them rather than by a zeroing pass on one thread. Fits on it are
+        // 1.16–1.27× faster than on a `Vec` of 4 KiB pages (docs/PERFORMANCE.md).
+        let m = x_view.nrows();
+        let dtype = numpy::dtype::<F>(py);
+        let gram = py
+            .import("numpy")?
+            .call_method1("zeros", ((m, m), dtype))?
+            .cast_into::<PyArray2<F>>()?;
+        {
+            let mut guard = gram.readwrite();
+            let out = guard.as_array_mut();
+            py.detach(|| kernel::gram_into(x_view, &kernel, n_threads, out))?;
         }
+        return Ok(gram.into_any());
     };
+    let z_view = z.as_array();
+    let result = py.detach(|| kernel::cross(x_view, z_view, &kernel, n_threads))?;
     Ok(result.into_pyarray(py).into_any())
 }
 
