@@ -47,8 +47,9 @@ fn kernel_typed<'py, F: Real + numpy::Element>(
         // The m×m matrix is NumPy's own zeroed array (a `MemoryError` if it cannot be had),
         // filled with the GIL released: fresh pages that NumPy advises as huge pages, so the
         // passes that stream it take far fewer TLB misses, first touched by the threads
-        // that compute them rather than by a zeroing pass on one thread. Fits on it are
-        // 1.16–1.27× faster than on a `Vec` of 4 KiB pages (docs/PERFORMANCE.md).
+        // that compute them rather than by a zeroing pass on one thread. Later fits in a
+        // process are 1.08–1.11× faster than on a `Vec` of 4 KiB pages, the first one the
+        // same (docs/PERFORMANCE.md, eleventh session).
         let m = x_view.nrows();
         let dtype = numpy::dtype::<F>(py);
         let gram = py
