@@ -126,19 +126,65 @@ def section_floor(args):
     return ok
 
 
+def gemm_rate(repeats=5, n=1000):
+    """Multiply-adds per second of NumPy's matrix product (BLAS ``dgemm``, ``n×n`` operands
+    that stay in cache, BLAS threads as configured): the arithmetic rate this machine's cores
+    reach at best, measured now, the yardstick of the stage section's floor."""
+    rng = np.random.default_rng(2)
+    a, b = rng.normal(size=(n, n)), rng.normal(size=(n, n))
+    return n**3 / median_time(lambda: a @ b, repeats)
+
+
+def products_per_pick(deflation):
+    """Products with ``K`` per pick, the same at any number of stages: one per pick for the
+    hotelling and projection families with the classes split (one multiply-add per kernel
+    element gives ``K x`` and ``K D x``), two with them mixed (``[x, Dx]``), two for the schur
+    family (``K x`` and ``K D u``); none without deflation."""
+    if deflation == "none":
+        return 0
+    if deflation.endswith("schur"):
+        return 2
+    return 1 if CLASS_SORTED else 2
+
+
 def section_stages(args):
     X, y = problem(args.m, args.d, np.float64)
     K = _core.kernel_matrix(X, kernel="rbf", gamma=1.0 / args.d, n_threads=args.threads)
     print(f"\n### Stages 10 against stages 1 (m={args.m}, k={args.k}, float64)\n")
-    print("| deflation | stages 1 (ms) | stages 10 (ms) | speed-up |")
-    print("|---|---|---|---|")
+    print(textwrap.fill(
+        "Both fits make the same multiply-adds with K: m²k (2m²k for the schur family, or with "
+        "the classes mixed). A stage-1 pass reads half of K for two of them per element, a "
+        "stage-10 pass all of K for ten: the first is bound by memory, the second by arithmetic. "
+        "The floor is those multiply-adds at the rate of NumPy's matrix product (1,000 × 1,000, "
+        "in cache), measured before each pair of fits; 'stages 1 / floor' is the most the "
+        "speed-up can be in those minutes, for a stage-10 fit at the arithmetic peak with no "
+        "other work.", 100))
+    print()
+    print("| deflation | stages 1 (ms) | stages 10 (ms) | speed-up | floor (ms) | stages 1 / floor "
+          "| stages 10 / floor |")
+    print("|---|---|---|---|---|---|---|")
     for deflation in args.deflations:
-        # Paired runs: the speed-up is the median of the paired ratios.
-        ones, tens = paired_times(lambda: select(K, y, args.k, deflation, 1, args.threads),
-                                  lambda: select(K, y, args.k, deflation, 10, args.threads), args.repeats)
+        # Paired runs: the speed-up is the median of the paired ratios; each pair has the
+        # arithmetic floor measured just before it.
+        ones, tens, floors = [], [], []
+        stage_fits = [lambda: select(K, y, args.k, deflation, 1, args.threads),
+                      lambda: select(K, y, args.k, deflation, 10, args.threads)]
+        for pair in range(args.repeats):
+            floors.append(products_per_pick(deflation) * args.m**2 * args.k / gemm_rate())
+            # The order alternates from pair to pair, as in `paired_times`.
+            times = [median_time(fit, 1) for fit in stage_fits[::1 - 2 * (pair % 2)]]
+            one, ten = times if pair % 2 == 0 else times[::-1]
+            ones.append(one)
+            tens.append(ten)
         speedup = statistics.median(one / ten for one, ten in zip(ones, tens))
+        if floors[0] > 0:
+            floor = f"{statistics.median(floors) * 1e3:.0f}"
+            over_floor = [f"{statistics.median(t / f for t, f in zip(times, floors)):.1f}"
+                          for times in (ones, tens)]
+        else:
+            floor, over_floor = "—", ["—", "—"]
         print(f"| {deflation} | {statistics.median(ones) * 1e3:.0f} | {statistics.median(tens) * 1e3:.0f} | "
-              f"{speedup:.1f}× |")
+              f"{speedup:.1f}× | {floor} | {over_floor[0]} | {over_floor[1]} |")
     return True
 
 
