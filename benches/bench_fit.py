@@ -54,12 +54,15 @@ def median_time(function, repeats):
 CLASS_SORTED = True
 
 
-def paired_times(first, second, repeats):
+def paired_times(first, second, repeats, before_pair=None):
     """Times of ``first`` and ``second`` run one after the other ``repeats`` times, so that
     each pair sees the same state of a shared machine; the order alternates from pair to
-    pair, so that neither side always runs on the caches and clock the other left."""
+    pair, so that neither side always runs on the caches and clock the other left.
+    ``before_pair``, if given, runs just before each pair (a yardstick measured with it)."""
     firsts, seconds = [], []
     for pair in range(repeats):
+        if before_pair is not None:
+            before_pair()
         if pair % 2 == 0:
             firsts.append(median_time(first, 1))
             seconds.append(median_time(second, 1))
@@ -166,16 +169,12 @@ def section_stages(args):
     for deflation in args.deflations:
         # Paired runs: the speed-up is the median of the paired ratios; each pair has the
         # arithmetic floor measured just before it.
-        ones, tens, floors = [], [], []
-        stage_fits = [lambda: select(K, y, args.k, deflation, 1, args.threads),
-                      lambda: select(K, y, args.k, deflation, 10, args.threads)]
-        for pair in range(args.repeats):
-            floors.append(products_per_pick(deflation) * args.m**2 * args.k / gemm_rate())
-            # The order alternates from pair to pair, as in `paired_times`.
-            times = [median_time(fit, 1) for fit in stage_fits[::1 - 2 * (pair % 2)]]
-            one, ten = times if pair % 2 == 0 else times[::-1]
-            ones.append(one)
-            tens.append(ten)
+        floors = []
+        ones, tens = paired_times(
+            lambda: select(K, y, args.k, deflation, 1, args.threads),
+            lambda: select(K, y, args.k, deflation, 10, args.threads), args.repeats,
+            before_pair=lambda: floors.append(
+                products_per_pick(deflation) * args.m**2 * args.k / gemm_rate()))
         speedup = statistics.median(one / ten for one, ten in zip(ones, tens))
         if floors[0] > 0:
             floor = f"{statistics.median(floors) * 1e3:.0f}"
