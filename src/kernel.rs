@@ -55,11 +55,23 @@ impl Kernel {
             Kernel::Rbf { gamma } => {
                 let minus_gamma = F::from_f64(-gamma);
                 let two = F::from_f64(2.0);
-                for (row, &nx) in block.rows_mut().into_iter().zip(norms_x) {
-                    for (value, &nz) in row.into_iter().zip(norms_z) {
+                // exp(−γ (|x|² + |z|² − 2 x·z)) over a contiguous row (rows of the
+                // kernels built here are; any other view goes through a copy).
+                let map_row = |values: &mut [F], nx: F| {
+                    for (value, &nz) in values.iter_mut().zip(norms_z) {
                         // max(0, ·): rounding can make a tiny distance negative.
-                        let sq = (nx + nz - two * *value).max(F::zero());
-                        *value = (minus_gamma * sq).exp();
+                        *value = minus_gamma * (nx + nz - two * *value).max(F::zero());
+                    }
+                    F::exp_in_place(values);
+                };
+                for (mut row, &nx) in block.rows_mut().into_iter().zip(norms_x) {
+                    match row.as_slice_mut() {
+                        Some(values) => map_row(values, nx),
+                        None => {
+                            let mut values = row.to_vec();
+                            map_row(&mut values, nx);
+                            row.assign(&ndarray::ArrayView1::from(&values));
+                        }
                     }
                 }
             }
@@ -198,21 +210,17 @@ pub fn expansion<F: Real>(
     let buffer = try_zeroed::<f64>(n.saturating_mul(classes), "the decision values")?;
     let mut out = Array2::from_shape_vec((n, classes), buffer).expect("length matches shape");
     let norms_basis = squared_norms(basis);
+    let bias_row = ndarray::ArrayView1::from(bias);
     let work = |b: usize, mut out_block: ArrayViewMut2<f64>| {
         let rows = b * BLOCK..b * BLOCK + out_block.nrows();
         let x_block = x.slice(s![rows, ..]);
         let mut values = Array2::<F>::zeros((x_block.nrows(), k));
         general_mat_mul(F::one(), &x_block, &basis.t(), F::zero(), &mut values);
         kernel.map_block(values.view_mut(), &squared_norms(x_block), &norms_basis);
-        for (mut out_row, value_row) in out_block.rows_mut().into_iter().zip(values.rows()) {
-            for (c, out_value) in out_row.iter_mut().enumerate() {
-                let mut sum = bias[c];
-                for (value, w) in value_row.iter().zip(weights.column(c)) {
-                    sum += value.as_f64() * w;
-                }
-                *out_value = sum;
-            }
-        }
+        // The weights are f64 whatever F: the sums run in f64, by a GEMM of the block.
+        out_block.assign(&bias_row);
+        let values = values.mapv(|value| value.as_f64());
+        general_mat_mul(1.0, &values, &weights, 1.0, &mut out_block);
     };
     for_each_row_block(&mut out, n_threads, work)?;
     Ok(out)

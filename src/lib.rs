@@ -19,6 +19,7 @@
 //! ```
 
 pub mod error;
+mod exp;
 pub mod greedy;
 pub mod kernel;
 pub mod passes;

@@ -266,7 +266,7 @@ impl_dots!(
 );
 
 #[cfg(target_arch = "x86_64")]
-fn has_fma() -> bool {
+pub(crate) fn has_fma() -> bool {
     // `is_x86_feature_detected!` caches its answer: a relaxed atomic load.
     is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
 }

@@ -23,6 +23,8 @@ pub trait Real:
 
     fn from_f64(value: f64) -> Self;
     fn as_f64(self) -> f64;
+    /// `exp` of every element, in place (vectorised where the CPU allows; see `exp`).
+    fn exp_in_place(values: &mut [Self]);
 }
 
 impl Real for f32 {
@@ -33,6 +35,9 @@ impl Real for f32 {
     fn as_f64(self) -> f64 {
         self as f64
     }
+    fn exp_in_place(values: &mut [Self]) {
+        crate::exp::exp_in_place_f32(values)
+    }
 }
 
 impl Real for f64 {
@@ -42,5 +47,8 @@ impl Real for f64 {
     }
     fn as_f64(self) -> f64 {
         self
+    }
+    fn exp_in_place(values: &mut [Self]) {
+        crate::exp::exp_in_place_f64(values)
     }
 }
