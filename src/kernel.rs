@@ -59,8 +59,15 @@ impl Kernel {
                 // kernels built here are; any other view goes through a copy).
                 let map_row = |values: &mut [F], nx: F| {
                     for (value, &nz) in values.iter_mut().zip(norms_z) {
-                        // max(0, ·): rounding can make a tiny distance negative.
-                        *value = minus_gamma * (nx + nz - two * *value).max(F::zero());
+                        // Rounding can make a tiny distance negative: clamp it to 0, but let
+                        // a NaN through (`max` would turn it into 0, and its kernel value to 1).
+                        let distance = nx + nz - two * *value;
+                        *value = minus_gamma
+                            * if distance < F::zero() {
+                                F::zero()
+                            } else {
+                                distance
+                            };
                     }
                     F::exp_in_place(values);
                 };
@@ -405,6 +412,25 @@ mod tests {
         assert!(gram_into(x.view(), &kernel, 2, wrong.view_mut()).is_err());
         let mut transposed = Array2::<f64>::zeros((70, 70));
         assert!(gram_into(x.view(), &kernel, 2, transposed.view_mut().reversed_axes()).is_err());
+    }
+
+    #[test]
+    fn a_point_with_a_nan_gives_nan_kernel_values_not_ones() {
+        let mut x = points(9, 3, 4);
+        x[[2, 1]] = f64::NAN;
+        let kernel = Kernel::Rbf { gamma: 0.5 };
+        let k = gram(x.view(), &kernel, 1).unwrap();
+        for j in (0..9).filter(|&j| j != 2) {
+            assert!(
+                k[[2, j]].is_nan() && k[[j, 2]].is_nan(),
+                "K[2, {j}] = {}",
+                k[[2, j]]
+            );
+            assert!(k[[0, j]].is_finite());
+        }
+        let c = cross(x.view(), points(4, 3, 8).view(), &kernel, 1).unwrap();
+        assert!(c.row(2).iter().all(|v| v.is_nan()));
+        assert!(c.row(0).iter().all(|v| v.is_finite()));
     }
 
     #[test]
