@@ -55,9 +55,12 @@ impl Kernel {
             Kernel::Rbf { gamma } => {
                 let minus_gamma = F::from_f64(-gamma);
                 let two = F::from_f64(2.0);
-                // exp(−γ (|x|² + |z|² − 2 x·z)) over a contiguous row (rows of the
-                // kernels built here are; any other view goes through a copy).
-                let map_row = |values: &mut [F], nx: F| {
+                for (mut row, &nx) in block.rows_mut().into_iter().zip(norms_x) {
+                    // exp(−γ (|x|² + |z|² − 2 x·z)) over the row: every caller here maps
+                    // blocks of row-major arrays, whose rows are contiguous.
+                    let values = row
+                        .as_slice_mut()
+                        .expect("kernel blocks have contiguous rows");
                     for (value, &nz) in values.iter_mut().zip(norms_z) {
                         // Rounding can make a tiny distance negative: clamp it to 0, but let
                         // a NaN through (`max` would turn it into 0, and its kernel value to 1).
@@ -70,16 +73,6 @@ impl Kernel {
                             };
                     }
                     F::exp_in_place(values);
-                };
-                for (mut row, &nx) in block.rows_mut().into_iter().zip(norms_x) {
-                    match row.as_slice_mut() {
-                        Some(values) => map_row(values, nx),
-                        None => {
-                            let mut values = row.to_vec();
-                            map_row(&mut values, nx);
-                            row.assign(&ndarray::ArrayView1::from(&values));
-                        }
-                    }
                 }
             }
             Kernel::Poly {
@@ -224,10 +217,18 @@ pub fn expansion<F: Real>(
         let mut values = Array2::<F>::zeros((x_block.nrows(), k));
         general_mat_mul(F::one(), &x_block, &basis.t(), F::zero(), &mut values);
         kernel.map_block(values.view_mut(), &squared_norms(x_block), &norms_basis);
-        // The weights are f64 whatever F: the sums run in f64, by a GEMM of the block.
+        // The weights are f64 whatever F: the sums run in f64, by a GEMM of the block
+        // (f32 values widened first; f64 ones used as they are).
         out_block.assign(&bias_row);
-        let values = values.mapv(|value| value.as_f64());
-        general_mat_mul(1.0, &values, &weights, 1.0, &mut out_block);
+        let widened;
+        let values_f64 = match (&values as &dyn std::any::Any).downcast_ref::<Array2<f64>>() {
+            Some(values) => values,
+            None => {
+                widened = values.mapv(|value| value.as_f64());
+                &widened
+            }
+        };
+        general_mat_mul(1.0, values_f64, &weights, 1.0, &mut out_block);
     };
     for_each_row_block(&mut out, n_threads, work)?;
     Ok(out)
