@@ -38,17 +38,9 @@ import time
 import numpy as np
 
 from gkfda import DEFLATIONS, GreedyKFDA, _core, reference
+from timing import median_time, wait_for_idle_cores
 
 SECTIONS = ("floor", "stages", "float32", "memory", "kernel", "large", "path", "loop")
-
-
-def median_time(function, repeats):
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 CLASS_SORTED = True
@@ -64,11 +56,11 @@ def paired_times(first, second, repeats, before_pair=None):
         if before_pair is not None:
             before_pair()
         if pair % 2 == 0:
-            firsts.append(median_time(first, 1))
-            seconds.append(median_time(second, 1))
+            firsts.append(median_time(first, 1, settle=True))
+            seconds.append(median_time(second, 1, settle=True))
         else:
-            seconds.append(median_time(second, 1))
-            firsts.append(median_time(first, 1))
+            seconds.append(median_time(second, 1, settle=True))
+            firsts.append(median_time(first, 1, settle=True))
     return firsts, seconds
 
 
@@ -110,8 +102,10 @@ def section_floor(args):
         gemvs, fits = [], []
         for _ in range(args.repeats):
             gemvs.append(gemv_time(K, repeats=15))
+            # The gemv's BLAS workers spin on after it: wait for them, or they share the fit's cores.
             fits.append(median_time(
-                lambda: indices.__setitem__("rust", select(K, y, args.k, deflation, 1, args.threads)), 1))
+                lambda: indices.__setitem__("rust", select(K, y, args.k, deflation, 1, args.threads)), 1,
+                settle=True))
         gemv, rust = statistics.median(gemvs), statistics.median(fits)
         ratio = statistics.median(fit / (args.k * g) for fit, g in zip(fits, gemvs))
         ref = "—"
@@ -269,8 +263,9 @@ def section_kernel(args):
     for dtype in (np.float64, np.float32):
         X, _ = problem(args.m, args.d, dtype)
         gamma = 1.0 / args.d
+        # Ours start with scikit-learn's BLAS workers idle; theirs run back to back, as BLAS likes.
         ours = median_time(lambda: _core.kernel_matrix(X, kernel="rbf", gamma=gamma, n_threads=args.threads),
-                           args.repeats)
+                           args.repeats, settle=True)
         theirs = median_time(lambda: rbf_kernel(X, gamma=gamma), args.repeats)
         difference = float(np.max(np.abs(_core.kernel_matrix(X, kernel="rbf", gamma=gamma) - rbf_kernel(X, gamma=gamma))))
         print(f"| {np.dtype(dtype).name} | {ours * 1e3:.0f} | {theirs * 1e3:.0f} | {theirs / ours:.2f}× | "
@@ -282,6 +277,7 @@ def section_large(args):
     m = args.large_m
     print(f"\n### m = {m}, float32, k = 200, stages 10 (one run)\n")
     X, y = problem(m, args.d, np.float32)
+    wait_for_idle_cores()  # no BLAS worker of an earlier section still spinning
     start = time.perf_counter()
     K = _core.kernel_matrix(X, kernel="rbf", gamma=1.0 / args.d, n_threads=args.threads)
     kernel_seconds = time.perf_counter() - start
@@ -320,10 +316,10 @@ def section_path(args):
     ks = list(range(10, args.k + 1, 10))
     model = GreedyKFDA(k=args.k, gamma=1.0 / args.d, n_jobs=args.threads)
     K = _core.kernel_matrix(X, kernel="rbf", gamma=1.0 / args.d, n_threads=args.threads)
-    greedy = median_time(lambda: select(K, y, args.k, "schur", 1, args.threads), args.repeats)
+    greedy = median_time(lambda: select(K, y, args.k, "schur", 1, args.threads), args.repeats, settle=True)
     model.fit(X, y)
-    path = median_time(lambda: model.error_path(X_valid, y_valid, ks), args.repeats)
-    truncations = median_time(lambda: [model.truncate(k) for k in ks], args.repeats)
+    path = median_time(lambda: model.error_path(X_valid, y_valid, ks), args.repeats, settle=True)
+    truncations = median_time(lambda: [model.truncate(k) for k in ks], args.repeats, settle=True)
     print(f"\n### Sparsity path against the greedy fit (m={args.m}, k = 10..{args.k} by 10, schur)\n")
     print("| what | ms | fraction of the greedy fit |")
     print("|---|---|---|")

@@ -15,24 +15,14 @@ Prints Markdown tables; exits non-zero if a measurement failed.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 
 import numpy as np
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.svm import SVC
 
 from gkfda import GreedyKFDA
-
-
-def median_call(function, calls):
-    times = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+from timing import median_time
 
 
 def main(argv=None) -> int:
@@ -63,18 +53,20 @@ def main(argv=None) -> int:
     print("|---|---|---|---|")
     ok = True
     for method in ("decision_function", "predict", "predict_proba"):
-        ours = median_call(lambda: getattr(model, method)(row), args.calls)
+        ours = median_time(lambda: getattr(model, method)(row), args.calls)
         baseline = svc_proba if method == "predict_proba" else svc
-        theirs = median_call(lambda: getattr(baseline, method)(row), args.calls)
+        theirs = median_time(lambda: getattr(baseline, method)(row), args.calls)
         print(f"| {method} | {ours * 1e6:.1f} | {theirs * 1e6:.1f} | {ours / theirs:.3f} |")
         if method == "decision_function":
             ok &= ours / theirs <= 0.2
 
     batch = rng.normal(size=(args.rows, args.d))
     basis = np.ascontiguousarray(model.support_vectors_)
-    ours = median_call(lambda: model.decision_function(batch), args.repeats)
-    floor = median_call(lambda: batch @ basis.T, args.repeats)
-    single_thread = median_call(lambda: model.set_params(n_jobs=1).decision_function(batch), args.repeats)
+    # gkfda's runs start once the floor's BLAS workers stopped spinning (benches/timing.py).
+    ours = median_time(lambda: model.decision_function(batch), args.repeats, settle=True)
+    floor = median_time(lambda: batch @ basis.T, args.repeats)
+    single_thread = median_time(lambda: model.set_params(n_jobs=1).decision_function(batch), args.repeats,
+                                settle=True)
     model.set_params(n_jobs=args.threads)
     madds = args.k * args.d
     print(f"\n### Batch prediction of {args.rows:,} rows (k={args.k}, d={args.d}: {madds} multiply-adds a row)\n")

@@ -23,7 +23,7 @@ import statistics
 import subprocess
 import sys
 
-from bench_predict import median_call  # the same medians as the prediction bench
+from timing import median_time  # the same medians as the other benches
 
 MEASURES = [
     ("batch_2", "batch `decision_function`, 10⁶ rows, k = 100, 2 threads (s)", 1.0),
@@ -49,13 +49,13 @@ def worker() -> None:
     batch = rng.normal(size=(1_000_000, 20))
     for threads in (2, 1):
         model = GreedyKFDA(k=100, gamma=0.05, n_jobs=threads).fit(X, y)
-        figures[f"batch_{threads}"] = median_call(lambda: model.decision_function(batch), 3)
+        figures[f"batch_{threads}"] = median_time(lambda: model.decision_function(batch), 3)
         row = batch[:1].copy()
-        figures[f"row_{threads}"] = median_call(lambda: model.decision_function(row), 2000)
+        figures[f"row_{threads}"] = median_time(lambda: model.decision_function(row), 2000)
     points = rng.normal(size=(4000, 20))
     for dtype in ("float64", "float32"):
         typed = points.astype(dtype)
-        figures[f"gram_{dtype}"] = median_call(
+        figures[f"gram_{dtype}"] = median_time(
             lambda: _core.kernel_matrix(typed, kernel="rbf", gamma=0.05, degree=3, coef0=1.0, n_threads=2), 9
         )
     print(json.dumps(figures))
