@@ -19,7 +19,11 @@ timed apart from the kernel computation. Sections:
 * ``loop``    — whole ``GreedyKFDA.fit`` calls back to back, as in a cross-validation, at the
   benchmark data sets' size (m = 1,000, k = 100), against the greedy phase alone, with the
   models' BLAS on one thread (as shipped) and left multi-threaded; and a parallel
-  ``GridSearchCV`` with the estimator's threads following joblib's limit or on every core.
+  ``GridSearchCV`` with the estimator's threads following joblib's limit or on every core;
+* ``spin``    — what OpenBLAS's busy-waiting workers cost the next ``GreedyKFDA.fit``: the CPU
+  they burn after a call while the caller sleeps, and a fit right after ``PCA.fit`` (as in a
+  pipeline) against one started once they went idle. Run it again under
+  ``OPENBLAS_THREAD_TIMEOUT=4`` (set before Python starts) to see the remedy.
 
 Prints Markdown tables; exits non-zero if a measurement failed.
 """
@@ -29,6 +33,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -40,7 +45,7 @@ import numpy as np
 from gkfda import DEFLATIONS, GreedyKFDA, _core, reference
 from timing import median_time, wait_for_idle_cores
 
-SECTIONS = ("floor", "stages", "float32", "memory", "kernel", "large", "path", "loop")
+SECTIONS = ("floor", "stages", "float32", "memory", "kernel", "large", "path", "loop", "spin")
 
 
 CLASS_SORTED = True
@@ -388,6 +393,59 @@ def section_loop(args):
     print("|---|---|---|")
     print(f"| `n_jobs=None`: OMP_NUM_THREADS, set by joblib | {statistics.median(following):.2f} | 1 |")
     print(f"| `n_jobs={args.threads}`: every core | {statistics.median(every_core):.2f} | {ratio:.2f}× |")
+    return True
+
+
+def section_spin(args):
+    from sklearn.decomposition import PCA
+
+    timeout = os.environ.get("OPENBLAS_THREAD_TIMEOUT", "not set (OpenBLAS's default)")
+    print(f"\n### BLAS workers spinning into the next fit (OPENBLAS_THREAD_TIMEOUT {timeout})\n")
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(size=(1000, 1000)), rng.normal(size=(1000, 1000))
+    burned = []
+    for _ in range(args.repeats):
+        wait_for_idle_cores()
+        a @ b
+        start = time.process_time()
+        time.sleep(0.3)
+        burned.append(time.process_time() - start)
+    print(f"CPU burned by this process in the 0.3 s after a 1,000 × 1,000 `A @ B`, while it sleeps: "
+          f"{statistics.median(burned) * 1e3:.0f} ms (median of {args.repeats}).\n")
+
+    m, k = 1000, 100
+    X = rng.normal(size=(m, 2 * args.d))
+    y = (X[:, 0] + np.sin(X[:, 1]) > 0).astype(int)
+    pca = PCA(args.d)
+    features = pca.fit_transform(X)
+    model = GreedyKFDA(k=k, gamma=1.0 / args.d, n_jobs=args.threads).fit(features, y)
+    batch = rng.normal(size=(100_000, args.d))
+
+    def paired(before, run):
+        """``run`` timed right after ``before`` and, in alternation, once the cores are idle."""
+        at_once, idle = [], []
+        for _ in range(4 * args.repeats):
+            for times, settle in ((at_once, False), (idle, True)):
+                before()
+                if settle:
+                    wait_for_idle_cores()
+                start = time.perf_counter()
+                run()
+                times.append(time.perf_counter() - start)
+        ratio = statistics.median(a / b for a, b in zip(at_once, idle))
+        return statistics.median(at_once), statistics.median(idle), ratio
+
+    print(f"m = {m}, d = {args.d}, k = {k}, {args.threads} threads; {4 * args.repeats} pairs, the "
+          "run started at once or once this process's threads are idle:\n")
+    print("| run | after | at once (ms) | idle (ms) | at once / idle |")
+    print("|---|---|---|---|---|")
+    # PCA.fit: LAPACK/BLAS on NumPy's threads, the step before the model in a pipeline.
+    for label, after, before, run in (
+            ("`GreedyKFDA.fit`", f"`PCA({args.d}).fit`", lambda: pca.fit(X), lambda: model.fit(features, y)),
+            ("`decision_function`, 100,000 rows", "`A @ B`", lambda: a @ b,
+             lambda: model.decision_function(batch))):
+        at_once, idle, ratio = paired(before, run)
+        print(f"| {label} | {after} | {at_once * 1e3:.1f} | {idle * 1e3:.1f} | {ratio:.2f}× |")
     return True
 
 
