@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import time
 import warnings
 
 import numpy as np
@@ -427,6 +428,22 @@ def _blas_threads():
     import threadpoolctl
 
     return {lib["filepath"]: lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"}
+
+
+def test_a_fit_leaves_no_blas_worker_spinning():
+    """OpenBLAS threads a product from k ≈ 700 on (the expansion weights R'w) and its
+    workers then busy-wait ~0.1 s, taking a core from whatever the caller runs next. After
+    a fit with k = 720 this process must burn (almost) no CPU while it sleeps: ~0.1 s of CPU
+    when a product ran multi-threaded, ~0 when every one ran on one BLAS thread. CPU time,
+    not wall time, so a loaded machine does not make it fail."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(760, 8))
+    y = (X[:, 0] + np.sin(X[:, 1]) > 0).astype(int)
+    model = GreedyKFDA(k=720, gamma=0.5, deflation="projection").fit(X, y)
+    assert model.k_ == 720
+    start = time.process_time()
+    time.sleep(0.15)
+    assert time.process_time() - start < 0.03
 
 
 def test_the_model_linear_algebra_runs_on_one_blas_thread_and_restores_it(monkeypatch):
