@@ -20,10 +20,11 @@ timed apart from the kernel computation. Sections:
   benchmark data sets' size (m = 1,000, k = 100), against the greedy phase alone, with the
   models' BLAS on one thread (as shipped) and left multi-threaded; and a parallel
   ``GridSearchCV`` with the estimator's threads following joblib's limit or on every core;
-* ``spin``    — what OpenBLAS's busy-waiting workers cost the next ``GreedyKFDA.fit``: the CPU
-  they burn after a call while the caller sleeps, and a fit right after ``PCA.fit`` (as in a
-  pipeline) against one started once they went idle. Run it again under
-  ``OPENBLAS_THREAD_TIMEOUT=4`` (set before Python starts) to see the remedy.
+* ``spin``    — what OpenBLAS's busy-waiting workers cost what gkfda runs next: the CPU they
+  burn after a call while the caller sleeps, a ``GreedyKFDA.fit`` right after ``PCA.fit`` (as
+  in a pipeline) and a batch ``decision_function`` right after ``A @ B``, each against a run
+  started once they went idle. Run it again under ``OPENBLAS_THREAD_TIMEOUT=4`` (set before
+  NumPy is imported) to see the remedy.
 
 Prints Markdown tables; exits non-zero if a measurement failed.
 """

@@ -31,15 +31,13 @@ def median_time(function, repeats, settle=False):
 
 def wait_for_idle_cores(slice_seconds=0.02, timeout=2.0):
     """Sleep until this process burns (almost) no CPU during a slice of ``slice_seconds``:
-    then no BLAS worker (or any other thread of ours) is spinning. Returns whether that
-    happened within ``timeout``; says so on stderr if not, since the next timing may then
-    share its cores."""
+    then no BLAS worker (or any other thread of ours) is spinning. Gives up after
+    ``timeout`` with a warning on stderr, since the next timing may then share its cores."""
     deadline = time.perf_counter() + timeout
     while time.perf_counter() < deadline:
         before = time.process_time()
         time.sleep(slice_seconds)
         if time.process_time() - before < 0.1 * slice_seconds:
-            return True
+            return
     print(f"warning: this process's threads were still busy after {timeout} s of waiting",
           file=sys.stderr)
-    return False

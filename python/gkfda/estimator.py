@@ -338,7 +338,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         # Each discriminant as a kernel expansion over the union of bases: α = R'w.
         union = self._union_support
         self._expansion_weights = np.zeros((len(union), len(models)))
-        with one_blas_thread():  # from k ≈ 1,000 OpenBLAS threads this product, then spins ~0.1 s
+        with one_blas_thread():  # from k ≈ 700 OpenBLAS threads this product, then spins ~0.1 s
             for column, model in enumerate(models):
                 self._expansion_weights[np.searchsorted(union, model.support), column] = model.projection.T @ model.coef
         self._expansion_bias = np.array([model.intercept for model in models], dtype=np.float64)
