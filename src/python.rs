@@ -49,7 +49,7 @@ fn kernel_typed<'py, F: Real + numpy::Element>(
         // passes that stream it take far fewer TLB misses, first touched by the threads
         // that compute them rather than by a zeroing pass on one thread. Later fits in a
         // process are 1.08–1.11× faster than on a `Vec` of 4 KiB pages, the first one the
-        // same (docs/PERFORMANCE.md, eleventh session).
+        // same (docs/performance-history.md, eleventh session).
         let m = x_view.nrows();
         let dtype = numpy::dtype::<F>(py);
         let gram = py
