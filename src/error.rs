@@ -13,6 +13,10 @@ pub enum Error {
     /// (maps to `MemoryError`).
     #[error("{what} needs {bytes} bytes ({gib:.2} GiB), which could not be allocated", gib = *.bytes as f64 / 1073741824.0)]
     OutOfMemory { what: &'static str, bytes: usize },
+    /// The caller raised the stop flag of a long call (`*_with_stop`) before it finished;
+    /// the binding raises the exception of the signal handler that asked for it.
+    #[error("stopped on request before the end")]
+    Interrupted,
 }
 
 /// Result alias of the core.

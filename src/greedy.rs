@@ -29,6 +29,7 @@ use crate::real::Real;
 use ndarray::ArrayView2;
 use rayon::prelude::*;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Per direction of a stage: `K_0 x`, `K_0 D x` and its stage-start products.
 type StageProducts<F> = (Vec<Vec<F>>, Vec<Vec<F>>, Vec<Vec<F>>);
@@ -1084,9 +1085,21 @@ impl<'a, F: Real> Engine<'a, F> {
     /// fixed, so the second read of a pick is shared with the first read of the next:
     /// `S + 1` reads of `K_0` per stage. The pick's statistics update waits for its `h`;
     /// nothing in between reads the statistics (columns and directions use `U`, `V`).
-    fn schur_stage(&mut self, picks: &[usize], ortho: bool, tol: f64, chosen: &mut Vec<usize>) {
+    fn schur_stage(
+        &mut self,
+        picks: &[usize],
+        ortho: bool,
+        tol: f64,
+        chosen: &mut Vec<usize>,
+        stop: &AtomicBool,
+    ) {
         let mut pending: Option<Vec<F>> = None; // `D u` of the last term, awaiting its `h`
         for (s, &i) in picks.iter().enumerate() {
+            // Two passes a pick: a stop request is not left waiting for the whole stage
+            // (the state left behind is dropped with the error).
+            if stop.load(Ordering::Relaxed) {
+                return;
+            }
             let column = self.columns(&[i]).pop().expect("one column");
             if s > 0 && self.weighted_norm2(&column) <= self.threshold[i] {
                 continue;
@@ -1204,6 +1217,19 @@ pub fn select<F: Real>(
     positive: &[bool],
     params: &GreedyParams,
 ) -> Result<Selection> {
+    select_with_stop(kernel, positive, params, &AtomicBool::new(false))
+}
+
+/// [`select`], which gives up with [`Error::Interrupted`] once `stop` is raised (from
+/// another thread): it looks at the flag before each stage and, in the schur family,
+/// before each pick, so it answers within one or two passes over the kernel. The
+/// bindings raise it when Python's signal handlers raise (Ctrl-C).
+pub fn select_with_stop<F: Real>(
+    kernel: ArrayView2<F>,
+    positive: &[bool],
+    params: &GreedyParams,
+    stop: &AtomicBool,
+) -> Result<Selection> {
     validate(&kernel, positive, params)?;
     let m = kernel.nrows();
     // A symmetric matrix reads the same in either memory order.
@@ -1237,6 +1263,9 @@ pub fn select<F: Real>(
     let pool = std::sync::Arc::clone(&engine.pool);
     pool.install(|| {
         while chosen.len() < params.k {
+            if stop.load(Ordering::Relaxed) {
+                return Err(Error::Interrupted);
+            }
             let take = params.stages.min(params.k - chosen.len());
             let picks = engine.ranked_candidates(params.criterion, &blocked, &rank, take);
             if picks.is_empty() {
@@ -1252,10 +1281,11 @@ pub fn select<F: Real>(
                 Family::Hotelling | Family::Projection => {
                     engine.fused_stage(picks, family, ortho, params.stages == 1, tol, &mut chosen)
                 }
-                Family::Schur => engine.schur_stage(picks, ortho, tol, &mut chosen),
+                Family::Schur => engine.schur_stage(picks, ortho, tol, &mut chosen, stop),
             }
         }
-    });
+        Ok(())
+    })?;
     Ok(Selection {
         indices: chosen,
         stopped_early,
@@ -1604,6 +1634,56 @@ mod tests {
             select(fortran.view(), &positive, &params).unwrap(),
             select(kernel.view(), &positive, &params).unwrap()
         );
+    }
+
+    #[test]
+    fn a_raised_stop_flag_ends_the_selection_and_a_lowered_one_changes_nothing() {
+        let (kernel, positive) = class_sorted_problem(120, 3, 5);
+        for &(deflation, name) in &Deflation::ALL {
+            for stages in [1, 4] {
+                let params = GreedyParams {
+                    k: 12,
+                    deflation,
+                    stages,
+                    ..GreedyParams::default()
+                };
+                let raised = AtomicBool::new(true);
+                assert_eq!(
+                    select_with_stop(kernel.view(), &positive, &params, &raised),
+                    Err(Error::Interrupted),
+                    "{name}, stages {stages}"
+                );
+                let lowered = AtomicBool::new(false);
+                assert_eq!(
+                    select_with_stop(kernel.view(), &positive, &params, &lowered),
+                    select(kernel.view(), &positive, &params),
+                    "{name}, stages {stages}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_schur_stage_stops_between_its_picks() {
+        // One stage of every pick: only the check before each schur pick can see the flag,
+        // raised while the stage runs (its 2 × 400 passes and their sweeps over up to 400
+        // terms take far longer than 20 ms; 30 features: no pick is numerically explained).
+        let (kernel, positive) = class_sorted_problem(400, 30, 9);
+        let params = GreedyParams {
+            k: 400,
+            deflation: Deflation::Schur,
+            stages: 400,
+            ..GreedyParams::default()
+        };
+        let stop = AtomicBool::new(false);
+        let result = std::thread::scope(|scope| {
+            scope.spawn(|| {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                stop.store(true, Ordering::Relaxed);
+            });
+            select_with_stop(kernel.view(), &positive, &params, &stop)
+        });
+        assert_eq!(result, Err(Error::Interrupted));
     }
 
     #[test]

@@ -11,6 +11,7 @@ use crate::real::Real;
 use ndarray::linalg::general_mat_mul;
 use ndarray::{s, Array2, ArrayView2, ArrayViewMut2, Axis};
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Rows per block: one block's GEMM output stays in cache while it is mapped.
 const BLOCK: usize = 64;
@@ -256,7 +257,19 @@ pub fn gram_into<F: Real>(
     x: ArrayView2<F>,
     kernel: &Kernel,
     n_threads: usize,
+    out: ArrayViewMut2<F>,
+) -> Result<()> {
+    gram_into_with_stop(x, kernel, n_threads, out, &AtomicBool::new(false))
+}
+
+/// [`gram_into`], which gives up with [`Error::Interrupted`] (`out` then partly written)
+/// once `stop` is raised from another thread: each block of rows looks at it first.
+pub fn gram_into_with_stop<F: Real>(
+    x: ArrayView2<F>,
+    kernel: &Kernel,
+    n_threads: usize,
     mut out: ArrayViewMut2<F>,
+    stop: &AtomicBool,
 ) -> Result<()> {
     kernel.validate()?;
     let m = x.nrows();
@@ -277,6 +290,9 @@ pub fn gram_into<F: Real>(
             .into_par_iter()
             .enumerate()
             .for_each(|(b, mut block)| {
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
                 let start = b * BLOCK;
                 let rows = start..start + block.nrows();
                 let mut upper = block.slice_mut(s![.., start..]);
@@ -298,6 +314,9 @@ pub fn gram_into<F: Real>(
         let buffer = SharedBuffer(out.as_mut_ptr());
         let buffer = &buffer;
         (0..m.div_ceil(BLOCK)).into_par_iter().for_each(|bi| {
+            if stop.load(Ordering::Relaxed) {
+                return;
+            }
             let rows = bi * BLOCK..((bi + 1) * BLOCK).min(m);
             for bj in 0..=bi {
                 let cols = bj * BLOCK..((bj + 1) * BLOCK).min(m);
@@ -311,6 +330,9 @@ pub fn gram_into<F: Real>(
             }
         });
     });
+    if stop.load(Ordering::Relaxed) {
+        return Err(Error::Interrupted);
+    }
     Ok(())
 }
 
@@ -369,6 +391,21 @@ mod tests {
                 assert_eq!(c, cross(x.view(), z.view(), kernel, 1).unwrap());
             }
         }
+    }
+
+    #[test]
+    fn a_raised_stop_flag_ends_the_kernel_matrix() {
+        let x = points(200, 3, 4);
+        let mut out = Array2::<f64>::zeros((200, 200));
+        let kernel = Kernel::Rbf { gamma: 0.5 };
+        let raised = AtomicBool::new(true);
+        assert_eq!(
+            gram_into_with_stop(x.view(), &kernel, 2, out.view_mut(), &raised),
+            Err(Error::Interrupted)
+        );
+        let lowered = AtomicBool::new(false);
+        gram_into_with_stop(x.view(), &kernel, 2, out.view_mut(), &lowered).unwrap();
+        assert_eq!(out, gram(x.view(), &kernel, 2).unwrap());
     }
 
     #[test]

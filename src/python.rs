@@ -8,15 +8,66 @@ use crate::greedy::{self, GreedyParams};
 use crate::kernel::{self, Kernel};
 use crate::real::Real;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
-use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// How often a long call looks for signals (Ctrl-C) while the core works.
+const SIGNAL_POLL: Duration = Duration::from_millis(50);
+/// Kernel matrices of fewer entries than this (times features) are computed without the
+/// signal watch: a thread spawn (~50 µs) is not worth it for a call of a few ms.
+const WATCHED_KERNEL_WORK: usize = 1 << 26;
 
 impl From<Error> for PyErr {
     fn from(error: Error) -> PyErr {
         match error {
             Error::InvalidArgument { .. } => PyValueError::new_err(error.to_string()),
             Error::OutOfMemory { .. } => PyMemoryError::new_err(error.to_string()),
+            // Only reached if the stop flag was raised without a handler's exception.
+            Error::Interrupted => PyKeyboardInterrupt::new_err(error.to_string()),
         }
+    }
+}
+
+/// Runs `work` with the GIL released, on a scoped thread, while this thread looks for
+/// signals every [`SIGNAL_POLL`]. Python runs signal handlers only on its main thread, and
+/// the core's loops run on its own pool, so they cannot look themselves: when a handler
+/// raises (Ctrl-C's `KeyboardInterrupt`), the stop flag asks the core to give up at its
+/// next check, and the handler's exception is raised here once the work has returned.
+fn interruptible<T: Send>(
+    py: Python<'_>,
+    work: impl FnOnce(&AtomicBool) -> Result<T, Error> + Send,
+) -> PyResult<T> {
+    let stop = AtomicBool::new(false);
+    let (outcome, raised) = py.detach(|| {
+        std::thread::scope(|scope| {
+            let (done, finished) = mpsc::channel::<()>();
+            let stop = &stop;
+            let worker = scope.spawn(move || {
+                let result = work(stop);
+                // The receiver outlives the worker: it is joined below.
+                let _ = done.send(());
+                result
+            });
+            let mut raised: Option<PyErr> = None;
+            while let Err(mpsc::RecvTimeoutError::Timeout) = finished.recv_timeout(SIGNAL_POLL) {
+                if raised.is_none() {
+                    if let Err(error) = Python::attach(|py| py.check_signals()) {
+                        raised = Some(error);
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                }
+            }
+            (worker.join(), raised)
+        })
+    });
+    // A panic in the core resumes here, where pyo3 turns it into a `PanicException`.
+    let result = outcome.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+    match raised {
+        Some(error) => Err(error),
+        None => Ok(result?),
     }
 }
 
@@ -59,7 +110,13 @@ fn kernel_typed<'py, F: Real + numpy::Element>(
         {
             let mut guard = gram.readwrite();
             let out = guard.as_array_mut();
-            py.detach(|| kernel::gram_into(x_view, &kernel, n_threads, out))?;
+            if m * m * x_view.ncols().max(1) < WATCHED_KERNEL_WORK {
+                py.detach(|| kernel::gram_into(x_view, &kernel, n_threads, out))?;
+            } else {
+                interruptible(py, |stop| {
+                    kernel::gram_into_with_stop(x_view, &kernel, n_threads, out, stop)
+                })?;
+            }
         }
         return Ok(gram.into_any());
     };
@@ -163,7 +220,11 @@ fn select_typed<'py, F: Real + numpy::Element>(
     params: &GreedyParams,
 ) -> PyResult<(Bound<'py, PyArray1<i64>>, bool, usize)> {
     let view = kernel.as_array();
-    let selection = py.detach(|| greedy::select(view, positive, params))?;
+    // Always watched: the selection builds a thread pool anyway, and a fit's length
+    // depends on more than the kernel's size.
+    let selection = interruptible(py, |stop| {
+        greedy::select_with_stop(view, positive, params, stop)
+    })?;
     let indices: Vec<i64> = selection.indices.iter().map(|&i| i as i64).collect();
     Ok((
         indices.into_pyarray(py),
