@@ -32,12 +32,10 @@ impl Error {
 }
 
 /// A zero-filled vector of `len` elements, or [`Error::OutOfMemory`] instead of an abort.
-pub(crate) fn try_zeroed<F: Copy + Default>(len: usize, what: &'static str) -> Result<Vec<F>> {
-    let bytes = len.saturating_mul(std::mem::size_of::<F>());
-    let mut buffer = Vec::new();
-    buffer
-        .try_reserve_exact(len)
-        .map_err(|_| Error::OutOfMemory { what, bytes })?;
-    buffer.resize(len, F::default());
-    Ok(buffer)
+/// The zeros come from the allocator (`calloc`): a large buffer is fresh pages that the OS
+/// zeroes when they are first touched, by the threads that then fill them, rather than a
+/// pass of zero writes on one thread first (~0.2 s of a 1.6 s 8,000 × 8,000 cross kernel).
+pub(crate) fn try_zeroed<T: bytemuck::Zeroable>(len: usize, what: &'static str) -> Result<Vec<T>> {
+    let bytes = len.saturating_mul(std::mem::size_of::<T>());
+    bytemuck::allocation::try_zeroed_vec(len).map_err(|()| Error::OutOfMemory { what, bytes })
 }

@@ -115,24 +115,35 @@ fn allocate<F: Real>(rows: usize, cols: usize) -> Result<Array2<F>> {
 
 /// Runs `work(block_index, rows)` over blocks of `BLOCK` rows of `out`, in parallel when
 /// there is more than one block and more than one thread. Small jobs run on the calling
-/// thread: starting a thread pool would cost more than the work.
+/// thread: starting a thread pool would cost more than the work. Each block first looks
+/// at `stop`; once it is raised the blocks left are skipped and the call gives up with
+/// [`Error::Interrupted`].
 fn for_each_row_block<T: Send + Sync>(
     out: &mut Array2<T>,
     n_threads: usize,
+    stop: &AtomicBool,
     work: impl Fn(usize, ArrayViewMut2<T>) + Sync,
 ) -> Result<()> {
+    let work = |b: usize, block: ArrayViewMut2<T>| {
+        if !stop.load(Ordering::Relaxed) {
+            work(b, block);
+        }
+    };
     if n_threads <= 1 || out.nrows() <= BLOCK {
         for (b, block) in out.axis_chunks_iter_mut(Axis(0), BLOCK).enumerate() {
             work(b, block);
         }
-        return Ok(());
+    } else {
+        thread_pool(n_threads)?.install(|| {
+            out.axis_chunks_iter_mut(Axis(0), BLOCK)
+                .into_par_iter()
+                .enumerate()
+                .for_each(|(b, block)| work(b, block));
+        });
     }
-    thread_pool(n_threads)?.install(|| {
-        out.axis_chunks_iter_mut(Axis(0), BLOCK)
-            .into_par_iter()
-            .enumerate()
-            .for_each(|(b, block)| work(b, block));
-    });
+    if stop.load(Ordering::Relaxed) {
+        return Err(Error::Interrupted);
+    }
     Ok(())
 }
 
@@ -142,6 +153,18 @@ pub fn cross<F: Real>(
     z: ArrayView2<F>,
     kernel: &Kernel,
     n_threads: usize,
+) -> Result<Array2<F>> {
+    cross_with_stop(x, z, kernel, n_threads, &AtomicBool::new(false))
+}
+
+/// [`cross`], which gives up with [`Error::Interrupted`] once `stop` is raised from another
+/// thread: each block of rows looks at it first.
+pub fn cross_with_stop<F: Real>(
+    x: ArrayView2<F>,
+    z: ArrayView2<F>,
+    kernel: &Kernel,
+    n_threads: usize,
+    stop: &AtomicBool,
 ) -> Result<Array2<F>> {
     kernel.validate()?;
     if x.ncols() != z.ncols() {
@@ -167,7 +190,7 @@ pub fn cross<F: Real>(
         );
         kernel.map_block(block, &norms_x[rows], &norms_z);
     };
-    for_each_row_block(&mut out, n_threads, work)?;
+    for_each_row_block(&mut out, n_threads, stop, work)?;
     Ok(out)
 }
 
@@ -184,6 +207,21 @@ pub fn expansion<F: Real>(
     bias: &[f64],
     kernel: &Kernel,
     n_threads: usize,
+) -> Result<Array2<f64>> {
+    let stop = AtomicBool::new(false);
+    expansion_with_stop(x, basis, weights, bias, kernel, n_threads, &stop)
+}
+
+/// [`expansion`], which gives up with [`Error::Interrupted`] once `stop` is raised from
+/// another thread: each block of rows looks at it first.
+pub fn expansion_with_stop<F: Real>(
+    x: ArrayView2<F>,
+    basis: ArrayView2<F>,
+    weights: ArrayView2<f64>,
+    bias: &[f64],
+    kernel: &Kernel,
+    n_threads: usize,
+    stop: &AtomicBool,
 ) -> Result<Array2<f64>> {
     kernel.validate()?;
     if x.ncols() != basis.ncols() {
@@ -231,7 +269,7 @@ pub fn expansion<F: Real>(
         };
         general_mat_mul(1.0, values_f64, &weights, 1.0, &mut out_block);
     };
-    for_each_row_block(&mut out, n_threads, work)?;
+    for_each_row_block(&mut out, n_threads, stop, work)?;
     Ok(out)
 }
 
@@ -406,6 +444,48 @@ mod tests {
         let lowered = AtomicBool::new(false);
         gram_into_with_stop(x.view(), &kernel, 2, out.view_mut(), &lowered).unwrap();
         assert_eq!(out, gram(x.view(), &kernel, 2).unwrap());
+    }
+
+    #[test]
+    fn a_raised_stop_flag_ends_cross_kernels_and_expansions_on_any_thread_count() {
+        let (x, basis) = (points(150, 3, 8), points(20, 3, 9));
+        let weights = points(20, 2, 10);
+        let bias = [0.5, -1.0];
+        let kernel = Kernel::Rbf { gamma: 0.5 };
+        let (raised, lowered) = (AtomicBool::new(true), AtomicBool::new(false));
+        for threads in [1, 2] {
+            assert_eq!(
+                cross_with_stop(x.view(), basis.view(), &kernel, threads, &raised),
+                Err(Error::Interrupted)
+            );
+            assert_eq!(
+                cross_with_stop(x.view(), basis.view(), &kernel, threads, &lowered),
+                cross(x.view(), basis.view(), &kernel, threads)
+            );
+            let expand = |stop| {
+                expansion_with_stop(
+                    x.view(),
+                    basis.view(),
+                    weights.view(),
+                    &bias,
+                    &kernel,
+                    threads,
+                    stop,
+                )
+            };
+            assert_eq!(expand(&raised), Err(Error::Interrupted));
+            assert_eq!(
+                expand(&lowered),
+                expansion(
+                    x.view(),
+                    basis.view(),
+                    weights.view(),
+                    &bias,
+                    &kernel,
+                    threads
+                )
+            );
+        }
     }
 
     #[test]

@@ -16,8 +16,8 @@ use std::time::Duration;
 
 /// How often a long call looks for signals (Ctrl-C) while the core works.
 const SIGNAL_POLL: Duration = Duration::from_millis(50);
-/// Kernel matrices of fewer entries than this (times features) are computed without the
-/// signal watch: a thread spawn (~50 µs) is not worth it for a call of a few ms.
+/// Kernel matrices and expansions of fewer entries than this (times features) run without
+/// the signal watch: a thread spawn (~15 µs) is not worth it for a call of a few ms.
 const WATCHED_KERNEL_WORK: usize = 1 << 26;
 
 impl From<Error> for PyErr {
@@ -121,7 +121,14 @@ fn kernel_typed<'py, F: Real + numpy::Element>(
         return Ok(gram.into_any());
     };
     let z_view = z.as_array();
-    let result = py.detach(|| kernel::cross(x_view, z_view, &kernel, n_threads))?;
+    let work = x_view.nrows() * z_view.nrows() * x_view.ncols().max(1);
+    let result = if work < WATCHED_KERNEL_WORK {
+        py.detach(|| kernel::cross(x_view, z_view, &kernel, n_threads))?
+    } else {
+        interruptible(py, |stop| {
+            kernel::cross_with_stop(x_view, z_view, &kernel, n_threads, stop)
+        })?
+    };
     Ok(result.into_pyarray(py).into_any())
 }
 
@@ -171,10 +178,15 @@ fn expansion_typed<'py, F: Real + numpy::Element>(
     let (x, basis, weights) = (x.as_array(), basis.as_array(), weights.as_array());
     let bias = bias.as_array().to_vec();
     // One-row calls are too short to be worth releasing the GIL.
+    let work = x.nrows() * basis.nrows() * x.ncols().max(1);
     let result = if x.nrows() <= 64 {
         kernel::expansion(x, basis, weights, &bias, &kernel, 1)?
-    } else {
+    } else if work < WATCHED_KERNEL_WORK {
         py.detach(|| kernel::expansion(x, basis, weights, &bias, &kernel, n_threads))?
+    } else {
+        interruptible(py, |stop| {
+            kernel::expansion_with_stop(x, basis, weights, &bias, &kernel, n_threads, stop)
+        })?
     };
     Ok(result.into_pyarray(py).into_any())
 }

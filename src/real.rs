@@ -15,6 +15,7 @@ pub trait Real:
     + std::ops::AddAssign
     + std::ops::SubAssign
     + crate::passes::Dots
+    + bytemuck::Zeroable
     + 'static
 {
     /// Relative threshold below which a column counts as numerically explained

@@ -1,6 +1,7 @@
 """Long calls into the Rust core answer signals: Ctrl-C (or any handler that raises) stops
-a kernel matrix, a selection or a whole fit within a pass or two, and raises the handler's
-exception from the call.
+a kernel matrix, a cross kernel, a kernel expansion (batch decision values), a selection or
+a whole fit before the next pass or block of rows, and raises the handler's exception from
+the call.
 
 Each test arms a one-shot timer signal (SIGALRM) whose handler raises ``Alarm``, then makes
 a call that takes far longer than the timer uninterrupted (seconds against 0.125 s), so it
@@ -80,6 +81,23 @@ def test_a_signal_stops_a_kernel_matrix(alarm):
     with pytest.raises(Alarm):
         _core.kernel_matrix(X, gamma=1e-3, n_threads=2)
     print(f"kernel: stopped {1e3 * (time.perf_counter() - armed - ALARM_AFTER):.0f} ms after the signal")
+
+
+def test_a_signal_stops_a_cross_kernel_and_an_expansion(alarm):
+    # Each 1.5-2.5 s uninterrupted: 8,000 × 8,000 cross entries of 400 features; 100,000
+    # decision values of 4,000 bases of 100 features.
+    rng = np.random.default_rng(5)
+    X, Z = rng.standard_normal((8000, 400)), rng.standard_normal((8000, 400))
+    armed = alarm()
+    with pytest.raises(Alarm):
+        _core.kernel_matrix(X, Z, gamma=1e-3, n_threads=2)
+    print(f"cross kernel: stopped {1e3 * (time.perf_counter() - armed - ALARM_AFTER):.0f} ms after the signal")
+    rows, basis = rng.standard_normal((100_000, 100)), rng.standard_normal((4000, 100))
+    weights, bias = rng.standard_normal((4000, 1)), np.zeros(1)
+    armed = alarm()
+    with pytest.raises(Alarm):
+        _core.kernel_expansion(rows, basis, weights, bias, gamma=1e-2, n_threads=2)
+    print(f"expansion: stopped {1e3 * (time.perf_counter() - armed - ALARM_AFTER):.0f} ms after the signal")
 
 
 def test_a_signal_stops_a_fit_and_the_estimator_fits_again(alarm):
