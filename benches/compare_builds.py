@@ -1,5 +1,5 @@
-"""Two builds of gkfda against each other: the kernel and prediction paths, in alternating
-processes (the two builds cannot share one process: both are ``gkfda._core``).
+"""Two builds of gkfda against each other: the kernel, selection and prediction paths, in
+alternating processes (the two builds cannot share one process: both are ``gkfda._core``).
 
 Build the other version's wheel and unpack it, then point ``--other`` at the unpacked directory::
 
@@ -32,6 +32,8 @@ MEASURES = [
     ("row_1", "single-row `decision_function`, 1 thread (µs)", 1e6),
     ("gram_float64", "Gram matrix, m = 4,000, d = 20, float64 (ms)", 1e3),
     ("gram_float32", "the same, float32 (ms)", 1e3),
+    ("cross_float64", "cross kernel, 6,000 × 6,000, d = 20, float64 (ms)", 1e3),
+    ("select", "`greedy_select`, m = 2,000, k = 100, hotelling, 2 threads (ms)", 1e3),
 ]
 
 
@@ -58,6 +60,16 @@ def worker() -> None:
         figures[f"gram_{dtype}"] = median_time(
             lambda: _core.kernel_matrix(typed, kernel="rbf", gamma=0.05, degree=3, coef0=1.0, n_threads=2), 9
         )
+    left, right = rng.normal(size=(6000, 20)), rng.normal(size=(6000, 20))
+    figures["cross_float64"] = median_time(
+        lambda: _core.kernel_matrix(left, right, kernel="rbf", gamma=0.05, n_threads=2), 7
+    )
+    order = np.argsort(-y, kind="stable")  # the positive class first, as fit orders it
+    gram = _core.kernel_matrix(X[order], kernel="rbf", gamma=0.05, n_threads=2)
+    positive = y[order] == 1
+    figures["select"] = median_time(
+        lambda: _core.greedy_select(gram, positive, 100, deflation="hotelling", n_threads=2), 9
+    )
     print(json.dumps(figures))
 
 
