@@ -20,6 +20,11 @@ const SIGNAL_POLL: Duration = Duration::from_millis(50);
 /// the signal watch: a thread spawn (~15 µs) is not worth it for a call of a few ms.
 const WATCHED_KERNEL_WORK: usize = 1 << 26;
 
+/// The size of a kernel call, `rows × columns × features`, for [`WATCHED_KERNEL_WORK`].
+fn watched_work(rows: usize, columns: usize, features: usize) -> usize {
+    rows.saturating_mul(columns).saturating_mul(features.max(1))
+}
+
 impl From<Error> for PyErr {
     fn from(error: Error) -> PyErr {
         match error {
@@ -110,7 +115,7 @@ fn kernel_typed<'py, F: Real + numpy::Element>(
         {
             let mut guard = gram.readwrite();
             let out = guard.as_array_mut();
-            if m * m * x_view.ncols().max(1) < WATCHED_KERNEL_WORK {
+            if watched_work(m, m, x_view.ncols()) < WATCHED_KERNEL_WORK {
                 py.detach(|| kernel::gram_into(x_view, &kernel, n_threads, out))?;
             } else {
                 interruptible(py, |stop| {
@@ -121,7 +126,7 @@ fn kernel_typed<'py, F: Real + numpy::Element>(
         return Ok(gram.into_any());
     };
     let z_view = z.as_array();
-    let work = x_view.nrows() * z_view.nrows() * x_view.ncols().max(1);
+    let work = watched_work(x_view.nrows(), z_view.nrows(), x_view.ncols());
     let result = if work < WATCHED_KERNEL_WORK {
         py.detach(|| kernel::cross(x_view, z_view, &kernel, n_threads))?
     } else {
@@ -178,7 +183,7 @@ fn expansion_typed<'py, F: Real + numpy::Element>(
     let (x, basis, weights) = (x.as_array(), basis.as_array(), weights.as_array());
     let bias = bias.as_array().to_vec();
     // One-row calls are too short to be worth releasing the GIL.
-    let work = x.nrows() * basis.nrows() * x.ncols().max(1);
+    let work = watched_work(x.nrows(), basis.nrows(), x.ncols());
     let result = if x.nrows() <= 64 {
         kernel::expansion(x, basis, weights, &bias, &kernel, 1)?
     } else if work < WATCHED_KERNEL_WORK {
