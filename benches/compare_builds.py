@@ -34,6 +34,8 @@ MEASURES = [
     ("gram_float32", "the same, float32 (ms)", 1e3),
     ("cross_float64", "cross kernel, 6,000 × 6,000, d = 20, float64 (ms)", 1e3),
     ("select", "`greedy_select`, m = 2,000, k = 100, hotelling, 2 threads (ms)", 1e3),
+    ("select_small", "`greedy_select`, m = 100, k = 5, schur, 2 threads (µs)", 1e6),
+    ("rows_200", "`decision_function`, 200 rows, 2 threads (µs)", 1e6),
 ]
 
 
@@ -70,6 +72,13 @@ def worker() -> None:
     figures["select"] = median_time(
         lambda: _core.greedy_select(gram, positive, 100, deflation="hotelling", n_threads=2), 9
     )
+    small = np.argsort(-y[:100], kind="stable")
+    small_gram = _core.kernel_matrix(X[:100][small], kernel="rbf", gamma=0.05, n_threads=2)
+    figures["select_small"] = median_time(
+        lambda: _core.greedy_select(small_gram, y[:100][small] == 1, 5, n_threads=2), 501
+    )
+    rows, two_threads = batch[:200].copy(), GreedyKFDA(k=100, gamma=0.05, n_jobs=2).fit(X, y)
+    figures["rows_200"] = median_time(lambda: two_threads.decision_function(rows), 501)
     print(json.dumps(figures))
 
 

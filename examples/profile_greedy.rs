@@ -65,7 +65,7 @@ fn main() {
         (hash ^ i as u64).wrapping_mul(0x0100_0000_01b3)
     });
     println!(
-        "{} bases (fingerprint {fingerprint:016x}), {} passes over the kernel, {:.3} s",
+        "{} bases (fingerprint {fingerprint:016x}), {} passes over the kernel, {:.6} s",
         selection.indices.len(),
         selection.kernel_passes,
         seconds[seconds.len() / 2]

@@ -641,15 +641,7 @@ impl<'a, F: Real> Engine<'a, F> {
                 .map(|&p| if p == want { F::one() } else { F::zero() })
                 .collect()
         };
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(n_threads.max(1))
-            .build()
-            .map_err(|e| {
-                Error::invalid(
-                    "n_jobs",
-                    format!("could not start {n_threads} threads: {e}"),
-                )
-            })?;
+        let pool = crate::pool::shared(n_threads)?;
         let (p, n, d) = passes::column_statistics(
             &pool,
             kernel,
@@ -693,7 +685,7 @@ impl<'a, F: Real> Engine<'a, F> {
                 F::from_f64(2.0 * m_neg as f64 / mf),
                 F::from_f64(2.0 * m_pos as f64 / mf),
             ),
-            pool: std::sync::Arc::new(pool),
+            pool,
             workspace: passes::Workspace::default(),
             passes: 1,
             target: usize::MAX,

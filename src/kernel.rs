@@ -92,18 +92,6 @@ fn squared_norms<F: Real>(x: ArrayView2<F>) -> Vec<F> {
     x.rows().into_iter().map(|r| r.dot(&r)).collect()
 }
 
-fn thread_pool(n_threads: usize) -> Result<rayon::ThreadPool> {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(n_threads.max(1))
-        .build()
-        .map_err(|e| {
-            Error::invalid(
-                "n_jobs",
-                format!("could not start {n_threads} threads: {e}"),
-            )
-        })
-}
-
 fn allocate<F: Real>(rows: usize, cols: usize) -> Result<Array2<F>> {
     let len = rows.checked_mul(cols).ok_or(Error::OutOfMemory {
         what: "the kernel matrix",
@@ -134,7 +122,7 @@ fn for_each_row_block<T: Send + Sync>(
             work(b, block);
         }
     } else {
-        thread_pool(n_threads)?.install(|| {
+        crate::pool::shared(n_threads)?.install(|| {
             out.axis_chunks_iter_mut(Axis(0), BLOCK)
                 .into_par_iter()
                 .enumerate()
@@ -321,7 +309,7 @@ pub fn gram_into_with_stop<F: Real>(
         ));
     }
     let norms = squared_norms(x);
-    let pool = thread_pool(n_threads)?;
+    let pool = crate::pool::shared(n_threads)?;
     pool.install(|| {
         // Upper block triangle: block row b covers columns from its own diagonal on.
         out.axis_chunks_iter_mut(Axis(0), BLOCK)

@@ -23,6 +23,7 @@ mod exp;
 pub mod greedy;
 pub mod kernel;
 pub mod passes;
+mod pool;
 mod real;
 
 #[cfg(feature = "python")]

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import pickle
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -307,6 +310,36 @@ def test_thread_count_does_not_change_results(moons, criterion):
     assert_array_equal(one.support_, two.support_)
     assert_array_equal(one.decision_function(X), two.decision_function(X))
     assert_array_equal(one.predict_proba(X), two.predict_proba(X))
+
+
+def _fit_and_predict(X, y):
+    """A 2-thread fit and batch prediction (module level, so a forked child can run it)."""
+    model = GreedyKFDA(k=10, gamma=2.0, n_jobs=2).fit(X, y)
+    return model.decision_function(np.repeat(X, 2, axis=0))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_fits_with_threads_of_its_own(moons):
+    """The core keeps its thread pools for the process's life; a child made by fork (as
+    multiprocessing does on Linux) has none of the parent's threads and must make its own
+    instead of waiting forever on the parent's."""
+    X, y = moons
+    expected = _fit_and_predict(X, y)  # the parent's pools exist from here on
+    context = multiprocessing.get_context("fork")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork of a threaded process
+        with context.Pool(1) as pool:
+            result = pool.apply_async(_fit_and_predict, (X, y))
+            assert_array_equal(result.get(timeout=120), expected)
+
+
+def test_concurrent_callers_share_the_pools_and_get_their_own_results(moons):
+    X, y = moons
+    expected = _fit_and_predict(X, y)
+    with ThreadPoolExecutor(4) as executor:
+        results = list(executor.map(lambda _: _fit_and_predict(X, y), range(8)))
+    for result in results:
+        assert_array_equal(result, expected)
 
 
 @pytest.mark.parametrize("value, limit", [("1", 1), ("1,1", 1), ("1000", None), ("", None), ("0", None), ("two", None)])
