@@ -20,11 +20,6 @@ const SIGNAL_POLL: Duration = Duration::from_millis(50);
 /// the signal watch: a thread spawn (~15 µs) is not worth it for a call of a few ms.
 const WATCHED_KERNEL_WORK: usize = 1 << 26;
 
-/// The size of a kernel call, `rows × columns × features`, for [`WATCHED_KERNEL_WORK`].
-fn watched_work(rows: usize, columns: usize, features: usize) -> usize {
-    rows.saturating_mul(columns).saturating_mul(features.max(1))
-}
-
 impl From<Error> for PyErr {
     fn from(error: Error) -> PyErr {
         match error {
@@ -76,6 +71,21 @@ fn interruptible<T: Send>(
     }
 }
 
+/// A kernel call of `rows × columns × features` run with the GIL released: watched for
+/// signals ([`interruptible`]) from [`WATCHED_KERNEL_WORK`] on, else on this thread with a
+/// stop flag nobody raises.
+fn kernel_call<T: Send>(
+    py: Python<'_>,
+    (rows, columns, features): (usize, usize, usize),
+    work: impl FnOnce(&AtomicBool) -> Result<T, Error> + Send,
+) -> PyResult<T> {
+    let size = rows.saturating_mul(columns).saturating_mul(features.max(1));
+    if size < WATCHED_KERNEL_WORK {
+        return Ok(py.detach(|| work(&AtomicBool::new(false)))?);
+    }
+    interruptible(py, work)
+}
+
 fn parse_kernel(name: &str, gamma: f64, degree: u32, coef0: f64) -> PyResult<Kernel> {
     match name {
         "rbf" => Ok(Kernel::Rbf { gamma }),
@@ -115,25 +125,17 @@ fn kernel_typed<'py, F: Real + numpy::Element>(
         {
             let mut guard = gram.readwrite();
             let out = guard.as_array_mut();
-            if watched_work(m, m, x_view.ncols()) < WATCHED_KERNEL_WORK {
-                py.detach(|| kernel::gram_into(x_view, &kernel, n_threads, out))?;
-            } else {
-                interruptible(py, |stop| {
-                    kernel::gram_into_with_stop(x_view, &kernel, n_threads, out, stop)
-                })?;
-            }
+            kernel_call(py, (m, m, x_view.ncols()), |stop| {
+                kernel::gram_into_with_stop(x_view, &kernel, n_threads, out, stop)
+            })?;
         }
         return Ok(gram.into_any());
     };
     let z_view = z.as_array();
-    let work = watched_work(x_view.nrows(), z_view.nrows(), x_view.ncols());
-    let result = if work < WATCHED_KERNEL_WORK {
-        py.detach(|| kernel::cross(x_view, z_view, &kernel, n_threads))?
-    } else {
-        interruptible(py, |stop| {
-            kernel::cross_with_stop(x_view, z_view, &kernel, n_threads, stop)
-        })?
-    };
+    let size = (x_view.nrows(), z_view.nrows(), x_view.ncols());
+    let result = kernel_call(py, size, |stop| {
+        kernel::cross_with_stop(x_view, z_view, &kernel, n_threads, stop)
+    })?;
     Ok(result.into_pyarray(py).into_any())
 }
 
@@ -183,13 +185,10 @@ fn expansion_typed<'py, F: Real + numpy::Element>(
     let (x, basis, weights) = (x.as_array(), basis.as_array(), weights.as_array());
     let bias = bias.as_array().to_vec();
     // One-row calls are too short to be worth releasing the GIL.
-    let work = watched_work(x.nrows(), basis.nrows(), x.ncols());
     let result = if x.nrows() <= 64 {
         kernel::expansion(x, basis, weights, &bias, &kernel, 1)?
-    } else if work < WATCHED_KERNEL_WORK {
-        py.detach(|| kernel::expansion(x, basis, weights, &bias, &kernel, n_threads))?
     } else {
-        interruptible(py, |stop| {
+        kernel_call(py, (x.nrows(), basis.nrows(), x.ncols()), |stop| {
             kernel::expansion_with_stop(x, basis, weights, &bias, &kernel, n_threads, stop)
         })?
     };
@@ -237,8 +236,8 @@ fn select_typed<'py, F: Real + numpy::Element>(
     params: &GreedyParams,
 ) -> PyResult<(Bound<'py, PyArray1<i64>>, bool, usize)> {
     let view = kernel.as_array();
-    // Always watched: the selection builds a thread pool anyway, and a fit's length
-    // depends on more than the kernel's size.
+    // Always watched: a selection's length depends on more than the kernel's size (k,
+    // stages, deflation), and a thread spawn is little beside even a small one.
     let selection = interruptible(py, |stop| {
         greedy::select_with_stop(view, positive, params, stop)
     })?;
