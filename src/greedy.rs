@@ -26,6 +26,7 @@
 use crate::error::{try_zeroed, Error, Result};
 use crate::passes;
 use crate::real::Real;
+use crate::shared::SharedPasses;
 use ndarray::ArrayView2;
 use rayon::prelude::*;
 use std::str::FromStr;
@@ -40,6 +41,10 @@ const PARALLEL_WORK: usize = 1 << 16;
 const MIN_CLASS_RUN: usize = 64;
 /// Rows per chunk of a combination: the output chunk stays in L1 while the vectors stream.
 const COMBINE_CHUNK: usize = 1024;
+/// Most selections that share their passes ([`select_many`]): a pass with up to 12
+/// right-hand sides in `f64` (24 in `f32`) still reads each row of `K` once (one packed
+/// block), and each selection running side by side holds its terms (`2·m·k` values).
+const SHARED_SELECTIONS: usize = 12;
 
 /// How the next basis is scored (`c_i` is column `i` of the deflated kernel).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -352,11 +357,17 @@ struct Engine<'a, F: Real> {
     /// Bases wanted: once chosen, the terms and statistics that only a next stage would
     /// read are not computed.
     target: usize,
+    /// For a selection run beside others ([`select_many`]): the passes it shares, and its
+    /// place among them.
+    shared: Option<(&'a SharedPasses<'a, F>, usize)>,
 }
 
 impl<'a, F: Real> Engine<'a, F> {
     fn multiply(&mut self, rhs: &[&[F]]) -> Vec<Vec<F>> {
         self.passes += 1;
+        if let Some((shared, member)) = self.shared {
+            return shared.multiply(member, rhs);
+        }
         passes::multiply(&self.pool, self.kernel, self.m, rhs, &mut self.workspace)
     }
 
@@ -689,6 +700,7 @@ impl<'a, F: Real> Engine<'a, F> {
             workspace: passes::Workspace::default(),
             passes: 1,
             target: usize::MAX,
+            shared: None,
         })
     }
 
@@ -1222,14 +1234,142 @@ pub fn select_with_stop<F: Real>(
     params: &GreedyParams,
     stop: &AtomicBool,
 ) -> Result<Selection> {
-    validate(&kernel, positive, params)?;
+    let data = checked_kernel(&kernel, positive, params)?;
     let m = kernel.nrows();
-    // A symmetric matrix reads the same in either memory order.
-    let data = kernel
-        .to_slice()
-        .or_else(|| kernel.reversed_axes().to_slice())
-        .ok_or_else(|| Error::invalid("K", "must be a contiguous array"))?;
     let tol = params.tol.unwrap_or(F::DEFAULT_TOL);
+    let mut engine = Engine::new(data, m, positive, tol, params.n_threads)?;
+    // The whole loop runs on a worker of the engine's pool, so that a pass is shared by
+    // that worker and the others (n threads in all), where a caller outside the pool
+    // would wake n workers for each pass and wait: fewer wake-ups per pick, and no
+    // (n + 1)-th thread on n cores.
+    let pool = std::sync::Arc::clone(&engine.pool);
+    pool.install(|| run_selection(&mut engine, params, tol, stop))
+}
+
+/// [`select`] for several problems over one kernel, `problems[c] = (positive, params)`
+/// (the one-vs-rest problems of a multiclass fit), which give the same [`Selection`]s
+/// whatever their number or order. Problems of the schur family (whose picks read `K`
+/// one at a time) run side by side in groups of up to 12 that share each pass over `K`:
+/// `C` picks for one read of `K` where one after the other they would read it `C` times.
+/// Their passes read all of `K` in a fixed order ([`passes::multiply_in_order`]), where
+/// [`select`]'s one-vector passes read its upper triangle, so their sums, and on close
+/// calls their picks, can differ from [`select`]'s in the last bits. The other
+/// deflations run one after the other, as [`select`]. All problems need the same
+/// `n_threads`.
+pub fn select_many<F: Real>(
+    kernel: ArrayView2<F>,
+    problems: &[(&[bool], GreedyParams)],
+) -> Result<Vec<Selection>> {
+    select_many_with_stop(kernel, problems, &AtomicBool::new(false))
+}
+
+/// [`select_many`], which gives up with [`Error::Interrupted`] once `stop` is raised.
+pub fn select_many_with_stop<F: Real>(
+    kernel: ArrayView2<F>,
+    problems: &[(&[bool], GreedyParams)],
+    stop: &AtomicBool,
+) -> Result<Vec<Selection>> {
+    let Some((_, first)) = problems.first() else {
+        return Ok(Vec::new());
+    };
+    for (positive, params) in problems {
+        checked_kernel(&kernel, positive, params)?;
+        if params.n_threads != first.n_threads {
+            return Err(Error::invalid(
+                "n_jobs",
+                "must be the same for every problem of a shared selection",
+            ));
+        }
+    }
+    let sharing = |params: &GreedyParams| params.deflation.family() == Family::Schur;
+    let mut selections: Vec<Option<Selection>> = vec![None; problems.len()];
+    for (c, (positive, params)) in problems.iter().enumerate() {
+        if !sharing(params) {
+            selections[c] = Some(select_with_stop(kernel, positive, params, stop)?);
+        }
+    }
+    let shared: Vec<usize> = (0..problems.len())
+        .filter(|&c| sharing(&problems[c].1))
+        .collect();
+    let data = checked_kernel(&kernel, problems[0].0, first)?;
+    for group in shared.chunks(SHARED_SELECTIONS) {
+        let members: Vec<&(&[bool], GreedyParams)> = group.iter().map(|&c| &problems[c]).collect();
+        let outcomes = select_side_by_side(data, kernel.nrows(), &members, stop)?;
+        for (&c, selection) in group.iter().zip(outcomes) {
+            selections[c] = Some(selection);
+        }
+    }
+    Ok(selections.into_iter().flatten().collect())
+}
+
+/// The selections of `problems` (checked), each on a thread of its own, sharing their
+/// passes over the row-major `m×m` `kernel`, served from this thread.
+fn select_side_by_side<F: Real>(
+    kernel: &[F],
+    m: usize,
+    problems: &[&(&[bool], GreedyParams)],
+    stop: &AtomicBool,
+) -> Result<Vec<Selection>> {
+    let pool = crate::pool::shared(problems[0].1.n_threads)?;
+    let shared = SharedPasses::new(kernel, m, pool, problems.len());
+    std::thread::scope(|scope| {
+        let mut selections = Vec::with_capacity(problems.len());
+        for (member, &(positive, params)) in problems.iter().enumerate() {
+            // Joined before the scope ends: made before the spawn, so that a thread that
+            // cannot start still leaves (its closure, holding it, is dropped).
+            let membership = shared.member();
+            let shared = &shared;
+            let started = std::thread::Builder::new()
+                .name(format!("gkfda-selection-{member}"))
+                .spawn_scoped(scope, move || {
+                    let _membership = membership;
+                    let tol = params.tol.unwrap_or(F::DEFAULT_TOL);
+                    let mut engine = Engine::new(kernel, m, positive, tol, params.n_threads)?;
+                    engine.shared = Some((shared, member));
+                    run_selection(&mut engine, params, tol, stop)
+                });
+            selections.push(started);
+        }
+        shared.serve();
+        let mut outcomes = Vec::with_capacity(problems.len());
+        for started in selections {
+            let thread = started.map_err(|error| {
+                Error::invalid(
+                    "n_jobs",
+                    format!("could not start a selection's thread: {error}"),
+                )
+            })?;
+            let outcome = thread
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            outcomes.push(outcome?);
+        }
+        Ok(outcomes)
+    })
+}
+
+/// `kernel` as a row-major slice, once `(kernel, positive, params)` are checked.
+fn checked_kernel<'k, F: Real>(
+    kernel: &ArrayView2<'k, F>,
+    positive: &[bool],
+    params: &GreedyParams,
+) -> Result<&'k [F]> {
+    validate(kernel, positive, params)?;
+    // A symmetric matrix reads the same in either memory order.
+    kernel
+        .to_slice()
+        .or_else(|| (*kernel).reversed_axes().to_slice())
+        .ok_or_else(|| Error::invalid("K", "must be a contiguous array"))
+}
+
+/// The picks of `engine` (just made) for `params`.
+fn run_selection<F: Real>(
+    engine: &mut Engine<'_, F>,
+    params: &GreedyParams,
+    tol: f64,
+    stop: &AtomicBool,
+) -> Result<Selection> {
+    let m = engine.m;
     let mut rank = Vec::new();
     if params.criterion == Criterion::Random {
         let order = params
@@ -1241,43 +1381,34 @@ pub fn select_with_stop<F: Real>(
             rank[i] = position;
         }
     }
-    let mut engine = Engine::new(data, m, positive, tol, params.n_threads)?;
     engine.target = params.k;
     let family = params.deflation.family();
     let ortho = params.deflation.is_ortho();
     let mut blocked = vec![false; m];
     let mut chosen = Vec::with_capacity(params.k);
     let mut stopped_early = false;
-    // The whole loop runs on a worker of the engine's pool, so that a pass is shared by
-    // that worker and the others (n threads in all), where a caller outside the pool
-    // would wake n workers for each pass and wait: fewer wake-ups per pick, and no
-    // (n + 1)-th thread on n cores.
-    let pool = std::sync::Arc::clone(&engine.pool);
-    pool.install(|| {
-        while chosen.len() < params.k {
-            if stop.load(Ordering::Relaxed) {
-                return Err(Error::Interrupted);
-            }
-            let take = params.stages.min(params.k - chosen.len());
-            let picks = engine.ranked_candidates(params.criterion, &blocked, &rank, take);
-            if picks.is_empty() {
-                stopped_early = true;
-                break;
-            }
-            let picks = picks.as_slice();
-            for &i in picks {
-                blocked[i] = true;
-            }
-            match family {
-                Family::None => chosen.extend_from_slice(picks),
-                Family::Hotelling | Family::Projection => {
-                    engine.fused_stage(picks, family, ortho, params.stages == 1, tol, &mut chosen)
-                }
-                Family::Schur => engine.schur_stage(picks, ortho, tol, &mut chosen, stop),
-            }
+    while chosen.len() < params.k {
+        if stop.load(Ordering::Relaxed) {
+            return Err(Error::Interrupted);
         }
-        Ok(())
-    })?;
+        let take = params.stages.min(params.k - chosen.len());
+        let picks = engine.ranked_candidates(params.criterion, &blocked, &rank, take);
+        if picks.is_empty() {
+            stopped_early = true;
+            break;
+        }
+        let picks = picks.as_slice();
+        for &i in picks {
+            blocked[i] = true;
+        }
+        match family {
+            Family::None => chosen.extend_from_slice(picks),
+            Family::Hotelling | Family::Projection => {
+                engine.fused_stage(picks, family, ortho, params.stages == 1, tol, &mut chosen)
+            }
+            Family::Schur => engine.schur_stage(picks, ortho, tol, &mut chosen, stop),
+        }
+    }
     Ok(Selection {
         indices: chosen,
         stopped_early,
@@ -1292,14 +1423,19 @@ mod tests {
     use ndarray::Array2;
     use proptest::prelude::*;
 
-    fn problem(m: usize, d: usize, seed: u64) -> (Array2<f64>, Vec<bool>) {
-        let mut state = seed.wrapping_add(1);
-        let mut uniform = move || {
+    /// Uniform numbers in `[0, 1)` from a seeded linear congruential generator.
+    fn uniform_stream(seed: u64) -> impl FnMut() -> f64 {
+        let mut state = seed;
+        move || {
             state = state
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             (state >> 11) as f64 / (1u64 << 53) as f64
-        };
+        }
+    }
+
+    fn problem(m: usize, d: usize, seed: u64) -> (Array2<f64>, Vec<bool>) {
+        let mut uniform = uniform_stream(seed.wrapping_add(1));
         let x = Array2::from_shape_fn((m, d), |_| 2.0 * uniform() - 1.0);
         let labels = (0..m)
             .map(|i| x[[i, 0]] + 0.5 * (3.0 * x[[i, 1]]).sin() + 0.3 * (uniform() - 0.5) > 0.0)
@@ -1626,6 +1762,137 @@ mod tests {
             select(fortran.view(), &positive, &params).unwrap(),
             select(kernel.view(), &positive, &params).unwrap()
         );
+    }
+
+    /// A kernel ordered by class and the one-vs-rest labels of its `classes` classes.
+    fn one_vs_rest_problem(m: usize, classes: usize, seed: u64) -> (Array2<f64>, Vec<Vec<bool>>) {
+        let mut uniform = uniform_stream(seed.wrapping_add(11));
+        let x = Array2::from_shape_fn((m, 3), |_| 2.0 * uniform() - 1.0);
+        // Class c: the angle of (x0, x1) in the c-th of `classes` sectors, blurred by x2.
+        let class_of = |i: usize| {
+            let angle = x[[i, 1]].atan2(x[[i, 0]]) + 0.4 * x[[i, 2]] + std::f64::consts::PI;
+            ((angle / std::f64::consts::TAU * classes as f64) as usize) % classes
+        };
+        let mut order: Vec<usize> = (0..m).collect();
+        order.sort_by_key(|&i| class_of(i));
+        let sorted = x.select(ndarray::Axis(0), &order);
+        let labels = (0..classes)
+            .map(|c| order.iter().map(|&i| class_of(i) == c).collect())
+            .collect();
+        (
+            gram(sorted.view(), &Kernel::Rbf { gamma: 1.5 }, 1).unwrap(),
+            labels,
+        )
+    }
+
+    fn problems_of<'l>(
+        labels: &'l [Vec<bool>],
+        params: &GreedyParams,
+    ) -> Vec<(&'l [bool], GreedyParams)> {
+        labels
+            .iter()
+            .map(|positive| (positive.as_slice(), params.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn shared_selections_pick_as_explicit_deflation_whatever_their_company_and_threads() {
+        let (kernel, labels) = one_vs_rest_problem(240, 4, 3);
+        for deflation in [Deflation::Schur, Deflation::OrthoSchur] {
+            for stages in [1, 3] {
+                for criterion in [Criterion::Optimal, Criterion::Pseudo] {
+                    let params = GreedyParams {
+                        k: 15,
+                        criterion,
+                        deflation,
+                        stages,
+                        ..GreedyParams::default()
+                    };
+                    let label = format!("{deflation:?} {criterion:?} S={stages}");
+                    let together =
+                        select_many(kernel.view(), &problems_of(&labels, &params)).unwrap();
+                    assert_eq!(together.len(), labels.len());
+                    for (c, selection) in together.iter().enumerate() {
+                        let expected = explicit_select(&kernel, &labels[c], &params);
+                        assert_eq!(selection.indices, expected, "{label}, class {c}");
+                        // Alone, or on two threads: the same selection, bit for bit.
+                        let alone =
+                            select_many(kernel.view(), &problems_of(&labels[c..=c], &params));
+                        assert_eq!(alone.unwrap()[0], *selection, "{label}, class {c} alone");
+                        let two_threads = GreedyParams {
+                            n_threads: 2,
+                            ..params.clone()
+                        };
+                        let solo = select(kernel.view(), &labels[c], &params).unwrap();
+                        assert_eq!(selection.kernel_passes, solo.kernel_passes, "{label}");
+                        let threaded =
+                            select_many(kernel.view(), &problems_of(&labels[c..=c], &two_threads));
+                        assert_eq!(threaded.unwrap()[0], *selection, "{label}, class {c}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn shared_selections_come_back_in_order_in_groups_and_beside_unshared_ones() {
+        // More problems than share one pass (12), with other deflations among them.
+        let (kernel, labels) = one_vs_rest_problem(150, 3, 8);
+        let deflations = [
+            Deflation::Schur,
+            Deflation::Hotelling,
+            Deflation::OrthoSchur,
+        ];
+        let problems: Vec<(&[bool], GreedyParams)> = (0..14)
+            .map(|c| {
+                let params = GreedyParams {
+                    k: 4 + c % 5,
+                    deflation: deflations[c % 3],
+                    stages: 1 + c % 2,
+                    ..GreedyParams::default()
+                };
+                (labels[c % 3].as_slice(), params)
+            })
+            .collect();
+        let together = select_many(kernel.view(), &problems).unwrap();
+        assert_eq!(together.len(), problems.len());
+        for (c, ((positive, params), selection)) in problems.iter().zip(&together).enumerate() {
+            assert_eq!(selection.indices.len(), params.k, "problem {c}");
+            if params.deflation.family() == Family::Schur {
+                let alone = select_many(kernel.view(), &problems[c..=c]).unwrap();
+                assert_eq!(alone[0], *selection, "problem {c}");
+            } else {
+                let solo = select(kernel.view(), positive, params).unwrap();
+                assert_eq!(solo, *selection, "problem {c}");
+            }
+        }
+        assert_eq!(select_many::<f64>(kernel.view(), &[]), Ok(Vec::new()));
+    }
+
+    #[test]
+    fn shared_selections_stop_on_request_and_name_a_bad_argument() {
+        let (kernel, labels) = one_vs_rest_problem(120, 3, 2);
+        let params = GreedyParams {
+            k: 10,
+            ..GreedyParams::default()
+        };
+        let problems = problems_of(&labels, &params);
+        let raised = AtomicBool::new(true);
+        assert_eq!(
+            select_many_with_stop(kernel.view(), &problems, &raised),
+            Err(Error::Interrupted)
+        );
+        let mut bad = problems.clone();
+        bad[2].1.k = 0;
+        let error = select_many(kernel.view(), &bad).unwrap_err();
+        assert!(error.to_string().starts_with("k: "), "{error}");
+        let mut mixed = problems.clone();
+        mixed[1].1.n_threads = 2;
+        let error = select_many(kernel.view(), &mixed).unwrap_err();
+        assert!(error.to_string().starts_with("n_jobs: "), "{error}");
+        let nan = kernel.mapv(|v| if v < 0.3 { f64::NAN } else { v });
+        let error = select_many(nan.view(), &problems).unwrap_err();
+        assert!(error.to_string().starts_with("K: "), "{error}");
     }
 
     #[test]

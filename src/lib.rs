@@ -25,6 +25,7 @@ pub mod kernel;
 pub mod passes;
 mod pool;
 mod real;
+mod shared;
 
 #[cfg(feature = "python")]
 mod python;

@@ -1180,6 +1180,29 @@ pub fn multiply<F: Real>(
     by_group.pop().unwrap_or_default()
 }
 
+/// `K · x_j` for every right-hand side, reading all of `K` (row-major `m×m`) in one pass,
+/// each product one running sum over its row in ascending column order whatever the
+/// number of right-hand sides, threads or tiles: the packed tiles of wide passes, for any
+/// width. Selections that share their passes over one kernel
+/// ([`crate::greedy::select_many`]) so get the same products whichever others share them.
+pub fn multiply_in_order<F: Real>(
+    pool: &rayon::ThreadPool,
+    kernel: &[F],
+    m: usize,
+    rhs: &[&[F]],
+    workspace: &mut Workspace<F>,
+) -> Vec<Vec<F>> {
+    debug_assert!(rhs.iter().all(|x| x.len() == m));
+    debug_assert_eq!(kernel.len(), m * m);
+    if rhs.is_empty() {
+        return Vec::new();
+    }
+    let groups = [ColumnGroup::all::<F>(m)];
+    let row = |i: usize| &kernel[i * m..(i + 1) * m];
+    let mut by_group = products_packed(pool, m, row, rhs, &groups, workspace);
+    by_group.pop().unwrap_or_default()
+}
+
 /// `K[:, g] · x_j[g]` for every column group `g` and right-hand side `x_j`, in one pass
 /// over `K`: `out[g][j]`. With the two classes as groups, `K x` and `K D x` for a
 /// class-constant diagonal `D` come from one multiply-add per kernel element when the
@@ -2193,6 +2216,38 @@ mod tests {
                 }
             }
         }
+    }
+
+    fn check_passes_in_order<F: Real>() {
+        let mut workspace = Workspace::default();
+        for &m in &[130usize, 1, 5, 37] {
+            let kernel: Vec<F> = symmetric_kernel(m).into_iter().map(F::from_f64).collect();
+            let xs: Vec<Vec<F>> = (0..30)
+                .map(|j| {
+                    (0..m)
+                        .map(|i| F::from_f64(((i * 3 + 5 * j) % 11) as f64 / 7.0 - 0.7))
+                        .collect()
+                })
+                .collect();
+            for r in [1, 2, 3, 5, 12, 13, 30] {
+                let rhs: Vec<&[F]> = xs[..r].iter().map(Vec::as_slice).collect();
+                let one = multiply_in_order(&pool(1), &kernel, m, &rhs, &mut Workspace::default());
+                let two = multiply_in_order(&pool(2), &kernel, m, &rhs, &mut workspace);
+                assert_eq!(one, two, "thread count changed the result");
+                for (j, x) in xs[..r].iter().enumerate() {
+                    for i in 0..m {
+                        let expected = ordered_sum(&kernel[i * m..(i + 1) * m], x, |_| true);
+                        assert_eq!(one[j][i], expected, "m={m} r={r} j={j} i={i}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn passes_in_order_are_the_ordered_sums_for_any_width_and_thread_count() {
+        check_passes_in_order::<f64>();
+        check_passes_in_order::<f32>();
     }
 
     fn check_products_at_rows<F: Real>(widths: &[usize]) {
