@@ -229,24 +229,93 @@ fn kernel_expansion<'py>(
     ))
 }
 
-fn select_typed<'py, F: Real + numpy::Element>(
-    py: Python<'py>,
-    kernel: PyReadonlyArray2<'py, F>,
-    positive: &[bool],
-    params: &GreedyParams,
-) -> PyResult<(Bound<'py, PyArray1<i64>>, bool, usize)> {
-    let view = kernel.as_array();
-    // Always watched: a selection's length depends on more than the kernel's size (k,
-    // stages, deflation), and a thread spawn is little beside even a small one.
-    let selection = interruptible(py, |stop| {
-        greedy::select_with_stop(view, positive, params, stop)
-    })?;
+/// A selection's indices, whether it stopped early, and its passes over the kernel.
+type SelectionTuple<'py> = (Bound<'py, PyArray1<i64>>, bool, usize);
+
+fn selection_tuple(py: Python<'_>, selection: greedy::Selection) -> SelectionTuple<'_> {
     let indices: Vec<i64> = selection.indices.iter().map(|&i| i as i64).collect();
-    Ok((
+    (
         indices.into_pyarray(py),
         selection.stopped_early,
         selection.kernel_passes,
+    )
+}
+
+fn select_typed<'py, F: Real + numpy::Element>(
+    py: Python<'py>,
+    kernel: PyReadonlyArray2<'py, F>,
+    problems: &[(&[bool], GreedyParams)],
+    many: bool,
+) -> PyResult<Vec<SelectionTuple<'py>>> {
+    let view = kernel.as_array();
+    // Always watched: a selection's length depends on more than the kernel's size (k,
+    // stages, deflation), and a thread spawn is little beside even a small one.
+    let selections = interruptible(py, |stop| match problems {
+        [(positive, params)] if !many => Ok(vec![greedy::select_with_stop(
+            view, positive, params, stop,
+        )?]),
+        _ => greedy::select_many_with_stop(view, problems, stop),
+    })?;
+    Ok(selections
+        .into_iter()
+        .map(|selection| selection_tuple(py, selection))
+        .collect())
+}
+
+/// The selections of `problems` over `kernel`, float64 or float32: by
+/// [`greedy::select_many`] when `many`, else one by [`greedy::select`].
+fn select_any<'py>(
+    py: Python<'py>,
+    kernel: &Bound<'py, PyAny>,
+    problems: &[(&[bool], GreedyParams)],
+    many: bool,
+) -> PyResult<Vec<SelectionTuple<'py>>> {
+    if let Ok(k64) = kernel.extract::<PyReadonlyArray2<f64>>() {
+        return select_typed(py, k64, problems, many);
+    }
+    if let Ok(k32) = kernel.extract::<PyReadonlyArray2<f32>>() {
+        return select_typed(py, k32, problems, many);
+    }
+    Err(PyTypeError::new_err(
+        "K: must be a 2-D float32 or float64 NumPy array",
     ))
+}
+
+/// A priority order from NumPy's int64 indices.
+fn order_of<'a>(indices: impl IntoIterator<Item = &'a i64>) -> PyResult<Vec<usize>> {
+    indices
+        .into_iter()
+        .map(|&i| {
+            usize::try_from(i)
+                .map_err(|_| PyValueError::new_err("random_order: indices must be non-negative"))
+        })
+        .collect()
+}
+
+/// The selection parameters of the Python signature (negative counts become 0, which the
+/// core rejects with a message naming them).
+#[allow(clippy::too_many_arguments)]
+fn params_of(
+    k: i64,
+    criterion: &str,
+    deflation: &str,
+    stages: i64,
+    random_order: Option<Vec<usize>>,
+    seed: u64,
+    tol: Option<f64>,
+    n_threads: i64,
+) -> PyResult<GreedyParams> {
+    let count = |value: i64| usize::try_from(value).unwrap_or(0);
+    Ok(GreedyParams {
+        k: count(k),
+        criterion: criterion.parse()?,
+        deflation: deflation.parse()?,
+        stages: count(stages),
+        random_order,
+        seed,
+        tol,
+        n_threads: count(n_threads),
+    })
 }
 
 /// Greedy basis selection over a precomputed symmetric kernel (borrowed, not copied).
@@ -269,49 +338,87 @@ fn greedy_select<'py>(
     seed: u64,
     tol: Option<f64>,
     n_threads: i64,
-) -> PyResult<(Bound<'py, PyArray1<i64>>, bool, usize)> {
-    // Negative counts become 0, which the core rejects with a message naming them.
-    let count = |value: i64| usize::try_from(value).unwrap_or(0);
+) -> PyResult<SelectionTuple<'py>> {
     let positive: PyReadonlyArray1<'py, bool> = positive
         .extract()
         .map_err(|_| PyTypeError::new_err("positive: must be a 1-D boolean NumPy array"))?;
-    let random_order = match random_order {
-        None => None,
-        Some(order) => Some(
-            order
-                .as_array()
-                .iter()
-                .map(|&i| {
-                    usize::try_from(i).map_err(|_| {
-                        PyValueError::new_err("random_order: indices must be non-negative")
-                    })
-                })
-                .collect::<PyResult<Vec<usize>>>()?,
-        ),
-    };
-    let params = GreedyParams {
-        k: count(k),
-        criterion: criterion.parse()?,
-        deflation: deflation.parse()?,
-        stages: count(stages),
+    let random_order = random_order
+        .map(|order| order_of(order.as_array().iter()))
+        .transpose()?;
+    let params = params_of(
+        k,
+        criterion,
+        deflation,
+        stages,
         random_order,
         seed,
         tol,
-        n_threads: count(n_threads),
-    };
+        n_threads,
+    )?;
     let positive = positive
         .as_slice()
-        .map_err(|_| PyValueError::new_err("positive: must be contiguous"))?
-        .to_vec();
-    if let Ok(k64) = kernel.extract::<PyReadonlyArray2<f64>>() {
-        return select_typed(py, k64, &positive, &params);
+        .map_err(|_| PyValueError::new_err("positive: must be contiguous"))?;
+    let mut selections = select_any(py, kernel, &[(positive, params)], false)?;
+    Ok(selections.remove(0))
+}
+
+/// [`greedy_select`] for the one-vs-rest problems `positives[c]` (rows of a 2-D boolean
+/// array) over one kernel: the schur family's selections run side by side and share each
+/// pass over the kernel. `random_orders[c]` is problem `c`'s priority order.
+///
+/// Returns one `(indices, stopped_early, kernel_passes)` per problem.
+#[pyfunction]
+#[pyo3(signature = (kernel, positives, k, *, criterion="optimal", deflation="schur", stages=1, random_orders=None, seed=0, tol=None, n_threads=1))]
+#[allow(clippy::too_many_arguments)]
+fn greedy_select_many<'py>(
+    py: Python<'py>,
+    kernel: &Bound<'py, PyAny>,
+    positives: &Bound<'py, PyAny>,
+    k: i64,
+    criterion: &str,
+    deflation: &str,
+    stages: i64,
+    random_orders: Option<PyReadonlyArray2<'py, i64>>,
+    seed: u64,
+    tol: Option<f64>,
+    n_threads: i64,
+) -> PyResult<Vec<SelectionTuple<'py>>> {
+    let positives: PyReadonlyArray2<'py, bool> = positives
+        .extract()
+        .map_err(|_| PyTypeError::new_err("positives: must be a 2-D boolean NumPy array"))?;
+    let positives = positives.as_array();
+    let orders = match &random_orders {
+        None => None,
+        Some(orders) => {
+            let orders = orders.as_array();
+            if orders.nrows() != positives.nrows() {
+                return Err(PyValueError::new_err(format!(
+                    "random_orders: needs one row per problem ({}), got {}",
+                    positives.nrows(),
+                    orders.nrows()
+                )));
+            }
+            Some(
+                orders
+                    .rows()
+                    .into_iter()
+                    .map(order_of)
+                    .collect::<PyResult<Vec<_>>>()?,
+            )
+        }
+    };
+    let labels: Vec<Vec<bool>> = positives
+        .rows()
+        .into_iter()
+        .map(|row| row.to_vec())
+        .collect();
+    let mut problems = Vec::with_capacity(labels.len());
+    for (c, positive) in labels.iter().enumerate() {
+        let order = orders.as_ref().map(|orders| orders[c].clone());
+        let params = params_of(k, criterion, deflation, stages, order, seed, tol, n_threads)?;
+        problems.push((positive.as_slice(), params));
     }
-    if let Ok(k32) = kernel.extract::<PyReadonlyArray2<f32>>() {
-        return select_typed(py, k32, &positive, &params);
-    }
-    Err(PyTypeError::new_err(
-        "K: must be a 2-D float32 or float64 NumPy array",
-    ))
+    select_any(py, kernel, &problems, true)
 }
 
 /// Default relative tolerance of the numerical guards for a dtype name.
@@ -330,6 +437,7 @@ fn default_tol(dtype: &str) -> PyResult<f64> {
 fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(kernel_matrix, module)?)?;
     module.add_function(wrap_pyfunction!(greedy_select, module)?)?;
+    module.add_function(wrap_pyfunction!(greedy_select_many, module)?)?;
     module.add_function(wrap_pyfunction!(kernel_expansion, module)?)?;
     module.add_function(wrap_pyfunction!(default_tol, module)?)?;
     Ok(())

@@ -480,6 +480,31 @@ def test_core_greedy_select_bad_options(selection_input, options, pattern):
         _core.greedy_select(K, positive, 3, **options)
 
 
+def test_core_greedy_select_many_bad_input(selection_input):
+    K, positive = selection_input
+    positives = np.stack([positive, ~positive, np.arange(len(positive)) % 3 == 0])
+    assert len(_core.greedy_select_many(K, positives, 3)) == 3
+    with pytest.raises(TypeError, match=r"^positives: must be a 2-D boolean"):
+        _core.greedy_select_many(K, positive, 3)
+    with pytest.raises(TypeError, match=r"^positives: must be a 2-D boolean"):
+        _core.greedy_select_many(K, positives.astype(np.int64), 3)
+    with pytest.raises(ValueError, match=r"^y: has 10 labels but the kernel has 20 rows"):
+        _core.greedy_select_many(K, np.ascontiguousarray(positives[:, :10]), 3)
+    with pytest.raises(ValueError, match=r"^k: must be between 1 and 20"):
+        _core.greedy_select_many(K, positives, 21)
+    with pytest.raises(ValueError, match=r"^random_orders: needs one row per problem \(3\), got 2"):
+        orders = np.tile(np.arange(20, dtype=np.int64), (2, 1))
+        _core.greedy_select_many(K, positives, 3, criterion="random", random_orders=orders)
+    with pytest.raises(ValueError, match=r"^random_order: must be a permutation"):
+        orders = np.zeros((3, 20), dtype=np.int64)
+        _core.greedy_select_many(K, positives, 3, criterion="random", random_orders=orders)
+    with pytest.raises(ValueError, match=r"^deflation: unknown name"):
+        _core.greedy_select_many(K, positives, 3, deflation="qr")
+    with pytest.raises(TypeError, match=r"^K: must be a 2-D float32 or float64"):
+        _core.greedy_select_many(K.astype(np.int64), positives, 3)
+    assert _core.greedy_select_many(K, np.zeros((0, 20), dtype=bool), 3) == []
+
+
 def test_core_kernel_matrix_bad_input(data):
     X, _ = data
     with pytest.raises(TypeError, match=r"^x: must be a 2-D float32 or float64"):

@@ -21,7 +21,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import gkfda
-from gkfda import GreedyKFDA
+from gkfda import GreedyKFDA, _core
 
 # -- scikit-learn's common checks -------------------------------------------------------
 
@@ -156,6 +156,25 @@ def test_multiclass_attributes_and_consistency(blobs):
     _assert_log_of(model.predict_log_proba(X), proba)
     assert model.transform(X).shape == (len(X), int(model.k_.sum()))
     assert model.score(X, y) > 0.95
+
+
+def test_multiclass_selections_do_not_depend_on_threads_or_class_count(blobs):
+    # The one-vs-rest selections of the schur family share their passes over the kernel;
+    # each is the same on one thread or two, and the same as its selection alone.
+    X, y = blobs
+    one = GreedyKFDA(k=12, n_jobs=1).fit(X, y)
+    two = GreedyKFDA(k=12, n_jobs=2).fit(X, y)
+    for support_one, support_two in zip(one.support_, two.support_):
+        assert_array_equal(support_one, support_two)
+    assert_array_equal(one.decision_function(X), two.decision_function(X))
+    by_class = np.argsort(y, kind="stable")  # the fit's kernel order
+    K = _core.kernel_matrix(X[by_class], gamma=one._gamma)
+    for c in range(4):
+        ((alone, _, _),) = _core.greedy_select_many(K, (y[by_class] == c)[None, :], 12)
+        assert_array_equal(by_class[alone], one.support_[c])
+    for deflation in ("hotelling", "ortho-schur"):
+        model = GreedyKFDA(k=12, deflation=deflation).fit(X, y)
+        assert model.score(X, y) > 0.9
 
 
 def test_iris_string_labels():

@@ -78,6 +78,17 @@ def test_a_signal_stops_a_selection(stops_on_alarm, deflation, stages, m):
     stops_on_alarm(_core.greedy_select, K, y, m, deflation=deflation, stages=stages, n_threads=2)
 
 
+def test_a_signal_stops_selections_that_share_their_passes(stops_on_alarm):
+    # Three one-vs-rest problems of the schur family side by side, 1,000 bases each: ~10 s
+    # uninterrupted. Each selection looks at the flag before each pick.
+    X, _ = well_conditioned(2500, seed=1)
+    sector = np.floor((np.arctan2(X[:, 1], X[:, 0]) + np.pi) / (2 * np.pi / 3)).astype(int) % 3
+    order = np.argsort(sector, kind="stable")
+    K = _core.kernel_matrix(X[order], gamma=1.5)
+    positives = np.stack([sector[order] == c for c in range(3)])
+    stops_on_alarm(_core.greedy_select_many, K, positives, 1000, n_threads=2)
+
+
 def test_a_signal_stops_kernel_matrices_and_expansions(stops_on_alarm):
     # Each 5-9 s uninterrupted: a 12,000 × 12,000 Gram matrix and a cross kernel of 800
     # features (their pages are touched only as blocks are computed), and 100,000 decision

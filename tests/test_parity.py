@@ -148,3 +148,40 @@ def test_kernels_match_textbook_formulas():
     gram32 = _core.kernel_matrix(X.astype(np.float32), kernel="rbf", gamma=0.2)
     assert gram32.dtype == np.float32 and np.array_equal(gram32, gram32.T)
     np.testing.assert_allclose(gram32, reference.rbf_kernel(X, X, 0.2), atol=1e-5)
+
+
+def one_vs_rest_problem(seed, m=180, classes=4):
+    """A class-sorted kernel (as ``GreedyKFDA.fit`` orders it) and its one-vs-rest labels."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(m, 3))
+    angle = np.arctan2(X[:, 1], X[:, 0]) + 0.3 * rng.normal(size=m)
+    label = np.floor((angle + np.pi) / (2 * np.pi) * classes).astype(int) % classes
+    order = np.argsort(label, kind="stable")
+    return _core.kernel_matrix(X[order], kernel="rbf", gamma=0.5), label[order]
+
+
+@pytest.mark.parametrize("stages", [1, 3])
+@pytest.mark.parametrize("deflation", gkfda.DEFLATIONS)
+@pytest.mark.parametrize("criterion", SCORED_CRITERIA)
+def test_shared_selections_equal_reference(criterion, deflation, stages):
+    # The schur family's one-vs-rest selections run side by side and share each pass over
+    # K; the others one after the other. Every problem's picks are the reference's.
+    K, label = one_vs_rest_problem(stages)
+    classes = np.unique(label)
+    positives = np.stack([label == c for c in classes])
+    selections = _core.greedy_select_many(K, positives, 15, criterion=criterion, deflation=deflation, stages=stages)
+    assert len(selections) == len(classes)
+    for c, (indices, stopped_early, passes) in zip(classes, selections):
+        y = np.where(label == c, 1, -1)
+        np.testing.assert_array_equal(indices, reference.select(K, y, 15, criterion, deflation, stages))
+        assert not stopped_early and passes >= 1
+
+
+def test_shared_selections_do_not_depend_on_their_company_or_threads():
+    K, label = one_vs_rest_problem(5, m=300, classes=5)
+    positives = np.stack([label == c for c in range(5)])
+    together = _core.greedy_select_many(K, positives, 30, n_threads=2)
+    for c in range(5):
+        (alone,) = _core.greedy_select_many(K, positives[c : c + 1], 30, n_threads=1)
+        np.testing.assert_array_equal(alone[0], together[c][0])
+        assert alone[1:] == together[c][1:]

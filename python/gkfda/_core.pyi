@@ -1,6 +1,6 @@
 """Type stubs of the Rust extension module (src/python.rs)."""
 
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 import numpy.typing as npt
@@ -39,6 +39,30 @@ def greedy_select(
     Returns ``(indices, stopped_early, kernel_passes)``. When the classes of ``positive``
     come in long runs (as ``GreedyKFDA.fit`` orders them), each pass splits the kernel's
     rows by class and does half the multiply-adds.
+    """
+
+def greedy_select_many(
+    kernel: npt.NDArray[np.floating],
+    positives: npt.NDArray[np.bool_],
+    k: int,
+    *,
+    criterion: str = "optimal",
+    deflation: str = "schur",
+    stages: int = 1,
+    random_orders: Optional[npt.NDArray[np.int64]] = None,
+    seed: int = 0,
+    tol: Optional[float] = None,
+    n_threads: int = 1,
+) -> List[Tuple[npt.NDArray[np.int64], bool, int]]:
+    """``greedy_select`` for the problems ``positives[c]`` (rows of a 2-D boolean array)
+    over one kernel, e.g. the one-vs-rest problems of a multiclass fit.
+
+    The schur family's selections run side by side, up to 12 at a time, and share each
+    pass over the kernel: ``C`` picks for one read of ``K``. Their passes read all of ``K``
+    in one order, so a problem's selection does not depend on the others; it can differ
+    from ``greedy_select``'s (which reads half of ``K``) in the last bits of its sums, and
+    so on close calls. ``random_orders[c]`` is problem ``c``'s priority order. Returns one
+    ``(indices, stopped_early, kernel_passes)`` per problem.
     """
 
 def kernel_expansion(

@@ -14,7 +14,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
-from ._model import BinaryModel, fit_binary, one_blas_thread
+from ._model import fit_binary, one_blas_thread
 from ._validation import (
     check_choice,
     check_dtype,
@@ -269,7 +269,19 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         y_sorted = y_index[by_class]
         binary = len(self.classes_) == 2
         targets = [y_sorted == 1] if binary else [y_sorted == c for c in range(len(self.classes_))]
-        self._models = [self._fit_one(K, positive, k, rng, threads, by_class) for positive in targets]
+        selections = self._select(K, targets, k, rng, threads, by_class)
+        self._models = [
+            fit_binary(
+                K[:, support],
+                K[np.ix_(support, support)],
+                positive,
+                by_class[support],
+                float(self.reg),
+                stopped_early,
+                passes,
+            )
+            for positive, (support, stopped_early, passes) in zip(targets, selections)
+        ]
         self._fitted_k = k
         union = np.unique(np.concatenate([model.support for model in self._models]))
         # Keep only the training points the models need, indexed by training index.
@@ -279,38 +291,35 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         self._set_public_attributes()
         return self
 
-    def _fit_one(self, K, positive, k, rng, threads, by_class) -> BinaryModel:
-        """One binary problem on ``K``, whose row ``i`` is training sample ``by_class[i]``."""
-        order = None
+    def _select(self, K, targets, k, rng, threads, by_class):
+        """The bases of each binary problem on ``K`` (row ``i`` is training sample
+        ``by_class[i]``): ``(support, stopped_early, kernel_passes)`` per target.
+
+        The one-vs-rest problems of a multiclass fit go to the core together, which runs
+        those of the schur family side by side, sharing each pass over ``K``.
+        """
+        orders = None
         if self.criterion == "random":
             # A random priority over training samples, whatever the kernel's row order.
             position = np.empty_like(by_class)
             position[by_class] = np.arange(len(by_class))
-            order = position[rng.permutation(K.shape[0])].astype(np.int64)
+            orders = np.stack([position[rng.permutation(K.shape[0])] for _ in targets]).astype(np.int64)
+        options = dict(
+            criterion=self.criterion,
+            deflation=self.deflation,
+            stages=int(self.stages),
+            n_threads=threads,
+        )
         try:
-            support, stopped_early, passes = _core.greedy_select(
-                K,
-                np.ascontiguousarray(positive, dtype=bool),
-                k,
-                criterion=self.criterion,
-                deflation=self.deflation,
-                stages=int(self.stages),
-                random_order=order,
-                n_threads=threads,
-            )
+            if len(targets) == 1:
+                (positive,) = targets
+                order = None if orders is None else orders[0]
+                return [_core.greedy_select(K, np.ascontiguousarray(positive), k, random_order=order, **options)]
+            return _core.greedy_select_many(K, np.stack(targets), k, random_orders=orders, **options)
         except ValueError as error:
             if str(error).startswith("K:"):  # the kernel is built from X (or is X)
                 raise ValueError(f"X: its kernel {str(error)[3:]}; scale the features") from error
             raise
-        return fit_binary(
-            K[:, support],
-            K[np.ix_(support, support)],
-            positive,
-            by_class[support],
-            float(self.reg),
-            stopped_early,
-            passes,
-        )
 
     def _set_public_attributes(self):
         models = self._models
