@@ -20,6 +20,10 @@ timed apart from the kernel computation. Sections:
   benchmark data sets' size (m = 1,000, k = 100), against the greedy phase alone, with the
   models' BLAS on one thread (as shipped) and left multi-threaded; and a parallel
   ``GridSearchCV`` with the estimator's threads following joblib's limit or on every core;
+* ``multiclass`` — one-vs-rest selections of the schur family side by side, sharing each
+  pass over ``K`` (``_core.greedy_select_many``), against the same selections one after the
+  other (``_core.greedy_select``), for 3, 5 and 10 classes; and whole multiclass
+  ``GreedyKFDA.fit`` calls against a subclass whose selections run one after the other;
 * ``spin``    — what OpenBLAS's busy-waiting workers cost what gkfda runs next: the CPU they
   burn after a call while the caller sleeps, a ``GreedyKFDA.fit`` right after ``PCA.fit`` (as
   in a pipeline) and a batch ``decision_function`` right after ``A @ B``, each against a run
@@ -46,7 +50,7 @@ import numpy as np
 from gkfda import DEFLATIONS, GreedyKFDA, _core, reference
 from timing import median_time, wait_for_idle_cores
 
-SECTIONS = ("floor", "stages", "float32", "memory", "kernel", "large", "path", "loop", "spin")
+SECTIONS = ("floor", "stages", "float32", "memory", "kernel", "large", "path", "loop", "multiclass", "spin")
 
 
 CLASS_SORTED = True
@@ -394,6 +398,62 @@ def section_loop(args):
     print("|---|---|---|")
     print(f"| `n_jobs=None`: OMP_NUM_THREADS, set by joblib | {statistics.median(following):.2f} | 1 |")
     print(f"| `n_jobs={args.threads}`: every core | {statistics.median(every_core):.2f} | {ratio:.2f}× |")
+    return True
+
+
+def sectors(m, d, classes, seed=0):
+    """``classes`` classes by the angle of the first two features (blurred), ordered by class
+    as ``GreedyKFDA.fit`` orders its training set."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(m, d))
+    angle = np.arctan2(X[:, 1], X[:, 0]) + 0.3 * rng.normal(size=m)
+    y = np.floor((angle + np.pi) / (2 * np.pi) * classes).astype(int) % classes
+    order = np.argsort(y, kind="stable")
+    return X[order], y[order]
+
+
+class OneAfterTheOther(GreedyKFDA):
+    """The multiclass fit without shared passes: each one-vs-rest selection alone."""
+
+    def _select(self, K, targets, k, rng, threads, by_class):
+        one = super()._select
+        return [one(K, [positive], k, rng, threads, by_class)[0] for positive in targets]
+
+
+def section_multiclass(args):
+    print(f"\n### One-vs-rest selections side by side (m={args.m}, k={args.k}, schur, stages 1, "
+          f"{args.threads} threads; {args.repeats} pairs)\n")
+    print("| classes | one after the other, s | side by side, s | speed-up (median of pairs) | same picks | passes over K: one after the other / side by side |")
+    print("|---|---|---|---|---|---|")
+    for classes in (3, 5, 10):
+        X, y = sectors(args.m, args.d, classes)
+        K = _core.kernel_matrix(X, kernel="rbf", gamma=1.0 / args.d, n_threads=args.threads)
+        positives = np.stack([y == c for c in range(classes)])
+        options = dict(deflation="schur", n_threads=args.threads)
+        apart = lambda: [_core.greedy_select(K, p, args.k, **options) for p in positives]  # noqa: E731
+        together = lambda: _core.greedy_select_many(K, positives, args.k, **options)  # noqa: E731
+        firsts, seconds = paired_times(apart, together, args.repeats)
+        ratios = [a / b for a, b in zip(firsts, seconds)]
+        alone, shared = apart(), together()
+        same = sum(np.array_equal(a[0], b[0]) for a, b in zip(alone, shared))
+        # Each problem counts its own passes; side by side, one read of K serves them all.
+        reads_apart = sum(a[2] for a in alone)
+        reads_together = classes + max(b[2] - 1 for b in shared)  # the set-up passes are each their own
+        print(f"| {classes} | {statistics.median(firsts):.2f} | {statistics.median(seconds):.2f} | "
+              f"{statistics.median(ratios):.2f} ({min(ratios):.2f}–{max(ratios):.2f}) | {same}/{classes} | "
+              f"{reads_apart} / {reads_together} |")
+    classes = 5
+    X, y = sectors(args.m, args.d, classes, seed=1)
+    params = dict(k=args.k, gamma=1.0 / args.d, n_jobs=args.threads)
+    apart_model, shared_model = OneAfterTheOther(**params), GreedyKFDA(**params)
+    firsts, seconds = paired_times(lambda: apart_model.fit(X, y), lambda: shared_model.fit(X, y), args.repeats)
+    ratios = [a / b for a, b in zip(firsts, seconds)]
+    same = all(np.array_equal(a, b) for a, b in zip(apart_model.support_, shared_model.support_))
+    agree = np.mean(apart_model.predict(X) == shared_model.predict(X))
+    print(f"\nWhole `GreedyKFDA(k={args.k}).fit`, {classes} classes, m={args.m}: "
+          f"{statistics.median(firsts):.2f} s one after the other, {statistics.median(seconds):.2f} s side by side, "
+          f"{statistics.median(ratios):.2f}× ({min(ratios):.2f}–{max(ratios):.2f}); same bases: {same}; "
+          f"predictions agree on {agree:.1%} of the training set")
     return True
 
 

@@ -45,6 +45,11 @@ const COMBINE_CHUNK: usize = 1024;
 /// right-hand sides in `f64` (24 in `f32`) still reads each row of `K` once (one packed
 /// block), and each selection running side by side holds its terms (`2·m·k` values).
 const SHARED_SELECTIONS: usize = 12;
+/// Smallest kernel (bytes) whose selections share their passes: below, `K` stays in the
+/// caches, a pass takes ~0.1 ms and the hand-over between threads costs more than the reads
+/// it saves (three problems side by side at m = 1,000 in `f64`, 7.6 MiB: 0.87× the speed of
+/// one after the other; 1.09× at m = 1,500; at m = 150, 0.6×).
+const SHARED_FROM_BYTES: usize = 12 << 20;
 
 /// How the next basis is scored (`c_i` is column `i` of the deflated kernel).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -1249,13 +1254,13 @@ pub fn select_with_stop<F: Real>(
 /// [`select`] for several problems over one kernel, `problems[c] = (positive, params)`
 /// (the one-vs-rest problems of a multiclass fit), which give the same [`Selection`]s
 /// whatever their number or order. Problems of the schur family (whose picks read `K`
-/// one at a time) run side by side in groups of up to 12 that share each pass over `K`:
-/// `C` picks for one read of `K` where one after the other they would read it `C` times.
-/// Their passes read all of `K` in a fixed order ([`passes::multiply_in_order`]), where
-/// [`select`]'s one-vector passes read its upper triangle, so their sums, and on close
-/// calls their picks, can differ from [`select`]'s in the last bits. The other
-/// deflations run one after the other, as [`select`]. All problems need the same
-/// `n_threads`.
+/// one at a time) over a kernel of 12 MiB or more run side by side in groups of up to 12
+/// that share each pass over `K`: `C` picks for one read of `K` where one after the other
+/// they would read it `C` times. Their passes read all of `K` in a fixed order
+/// ([`passes::multiply_in_order`]), where [`select`]'s one-vector passes read its upper
+/// triangle, so their sums, and on close calls their picks, can differ from [`select`]'s
+/// in the last bits. The others run one after the other, as [`select`]. All problems
+/// need the same `n_threads`.
 pub fn select_many<F: Real>(
     kernel: ArrayView2<F>,
     problems: &[(&[bool], GreedyParams)],
@@ -1269,6 +1274,16 @@ pub fn select_many_with_stop<F: Real>(
     problems: &[(&[bool], GreedyParams)],
     stop: &AtomicBool,
 ) -> Result<Vec<Selection>> {
+    select_many_sharing_from(kernel, problems, stop, SHARED_FROM_BYTES)
+}
+
+/// [`select_many_with_stop`], sharing passes over kernels of `shared_from_bytes` or more.
+fn select_many_sharing_from<F: Real>(
+    kernel: ArrayView2<F>,
+    problems: &[(&[bool], GreedyParams)],
+    stop: &AtomicBool,
+    shared_from_bytes: usize,
+) -> Result<Vec<Selection>> {
     let Some((_, first)) = problems.first() else {
         return Ok(Vec::new());
     };
@@ -1281,7 +1296,10 @@ pub fn select_many_with_stop<F: Real>(
             ));
         }
     }
-    let sharing = |params: &GreedyParams| params.deflation.family() == Family::Schur;
+    let bytes = kernel.len().saturating_mul(std::mem::size_of::<F>());
+    let sharing = |params: &GreedyParams| {
+        params.deflation.family() == Family::Schur && bytes >= shared_from_bytes
+    };
     let mut selections: Vec<Option<Selection>> = vec![None; problems.len()];
     for (c, (positive, params)) in problems.iter().enumerate() {
         if !sharing(params) {
@@ -1795,6 +1813,14 @@ mod tests {
             .collect()
     }
 
+    /// [`select_many`] sharing passes whatever the kernel's size (the tests' are small).
+    fn shared_many(
+        kernel: ArrayView2<f64>,
+        problems: &[(&[bool], GreedyParams)],
+    ) -> Result<Vec<Selection>> {
+        select_many_sharing_from(kernel, problems, &AtomicBool::new(false), 0)
+    }
+
     #[test]
     fn shared_selections_pick_as_explicit_deflation_whatever_their_company_and_threads() {
         let (kernel, labels) = one_vs_rest_problem(240, 4, 3);
@@ -1810,14 +1836,14 @@ mod tests {
                     };
                     let label = format!("{deflation:?} {criterion:?} S={stages}");
                     let together =
-                        select_many(kernel.view(), &problems_of(&labels, &params)).unwrap();
+                        shared_many(kernel.view(), &problems_of(&labels, &params)).unwrap();
                     assert_eq!(together.len(), labels.len());
                     for (c, selection) in together.iter().enumerate() {
                         let expected = explicit_select(&kernel, &labels[c], &params);
                         assert_eq!(selection.indices, expected, "{label}, class {c}");
                         // Alone, or on two threads: the same selection, bit for bit.
                         let alone =
-                            select_many(kernel.view(), &problems_of(&labels[c..=c], &params));
+                            shared_many(kernel.view(), &problems_of(&labels[c..=c], &params));
                         assert_eq!(alone.unwrap()[0], *selection, "{label}, class {c} alone");
                         let two_threads = GreedyParams {
                             n_threads: 2,
@@ -1826,7 +1852,7 @@ mod tests {
                         let solo = select(kernel.view(), &labels[c], &params).unwrap();
                         assert_eq!(selection.kernel_passes, solo.kernel_passes, "{label}");
                         let threaded =
-                            select_many(kernel.view(), &problems_of(&labels[c..=c], &two_threads));
+                            shared_many(kernel.view(), &problems_of(&labels[c..=c], &two_threads));
                         assert_eq!(threaded.unwrap()[0], *selection, "{label}, class {c}");
                     }
                 }
@@ -1854,12 +1880,12 @@ mod tests {
                 (labels[c % 3].as_slice(), params)
             })
             .collect();
-        let together = select_many(kernel.view(), &problems).unwrap();
+        let together = shared_many(kernel.view(), &problems).unwrap();
         assert_eq!(together.len(), problems.len());
         for (c, ((positive, params), selection)) in problems.iter().zip(&together).enumerate() {
             assert_eq!(selection.indices.len(), params.k, "problem {c}");
             if params.deflation.family() == Family::Schur {
-                let alone = select_many(kernel.view(), &problems[c..=c]).unwrap();
+                let alone = shared_many(kernel.view(), &problems[c..=c]).unwrap();
                 assert_eq!(alone[0], *selection, "problem {c}");
             } else {
                 let solo = select(kernel.view(), positive, params).unwrap();
@@ -1878,10 +1904,17 @@ mod tests {
         };
         let problems = problems_of(&labels, &params);
         let raised = AtomicBool::new(true);
-        assert_eq!(
-            select_many_with_stop(kernel.view(), &problems, &raised),
-            Err(Error::Interrupted)
-        );
+        for shared_from_bytes in [0, usize::MAX] {
+            assert_eq!(
+                select_many_sharing_from(kernel.view(), &problems, &raised, shared_from_bytes),
+                Err(Error::Interrupted)
+            );
+        }
+        // A kernel too small to share its passes: each problem as `select` alone, bit for bit.
+        let small = select_many(kernel.view(), &problems).unwrap();
+        for ((positive, params), selection) in problems.iter().zip(&small) {
+            assert_eq!(*selection, select(kernel.view(), positive, params).unwrap());
+        }
         let mut bad = problems.clone();
         bad[2].1.k = 0;
         let error = select_many(kernel.view(), &bad).unwrap_err();

@@ -159,8 +159,8 @@ def test_multiclass_attributes_and_consistency(blobs):
 
 
 def test_multiclass_selections_do_not_depend_on_threads_or_class_count(blobs):
-    # The one-vs-rest selections of the schur family share their passes over the kernel;
-    # each is the same on one thread or two, and the same as its selection alone.
+    # The one-vs-rest selections go to the core together; each is the same on one thread
+    # or two, and the same as its selection alone.
     X, y = blobs
     one = GreedyKFDA(k=12, n_jobs=1).fit(X, y)
     two = GreedyKFDA(k=12, n_jobs=2).fit(X, y)

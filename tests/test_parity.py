@@ -163,9 +163,8 @@ def one_vs_rest_problem(seed, m=180, classes=4):
 @pytest.mark.parametrize("stages", [1, 3])
 @pytest.mark.parametrize("deflation", gkfda.DEFLATIONS)
 @pytest.mark.parametrize("criterion", SCORED_CRITERIA)
-def test_shared_selections_equal_reference(criterion, deflation, stages):
-    # The schur family's one-vs-rest selections run side by side and share each pass over
-    # K; the others one after the other. Every problem's picks are the reference's.
+def test_selections_of_many_problems_equal_reference(criterion, deflation, stages):
+    # A small kernel: every problem as greedy_select alone. Its picks are the reference's.
     K, label = one_vs_rest_problem(stages)
     classes = np.unique(label)
     positives = np.stack([label == c for c in classes])
@@ -177,8 +176,23 @@ def test_shared_selections_equal_reference(criterion, deflation, stages):
         assert not stopped_early and passes >= 1
 
 
+SHARED_M = 1300  # a float64 kernel of 12.9 MiB: the schur family's problems share passes
+
+
+@pytest.mark.parametrize("deflation", ["schur", "ortho-schur"])
+@pytest.mark.parametrize("stages", [1, 4])
+def test_shared_selections_equal_reference(deflation, stages):
+    # One-vs-rest selections side by side, sharing each pass over K (whole rows, one order).
+    K, label = one_vs_rest_problem(7, m=SHARED_M, classes=3)
+    positives = np.stack([label == c for c in range(3)])
+    selections = _core.greedy_select_many(K, positives, 12, deflation=deflation, stages=stages)
+    for c, (indices, _, _) in enumerate(selections):
+        y = np.where(label == c, 1, -1)
+        np.testing.assert_array_equal(indices, reference.select(K, y, 12, "optimal", deflation, stages))
+
+
 def test_shared_selections_do_not_depend_on_their_company_or_threads():
-    K, label = one_vs_rest_problem(5, m=300, classes=5)
+    K, label = one_vs_rest_problem(5, m=SHARED_M, classes=5)
     positives = np.stack([label == c for c in range(5)])
     together = _core.greedy_select_many(K, positives, 30, n_threads=2)
     for c in range(5):
