@@ -20,9 +20,9 @@ timed apart from the kernel computation. Sections:
   benchmark data sets' size (m = 1,000, k = 100), against the greedy phase alone, with the
   models' BLAS on one thread (as shipped) and left multi-threaded; and a parallel
   ``GridSearchCV`` with the estimator's threads following joblib's limit or on every core;
-* ``multiclass`` — one-vs-rest selections of the schur family side by side, sharing each
-  pass over ``K`` (``_core.greedy_select_many``), against the same selections one after the
-  other (``_core.greedy_select``), for 3, 5 and 10 classes; and whole multiclass
+* ``multiclass`` — one-vs-rest selections (schur, hotelling; stages 1) side by side, sharing
+  each pass over ``K`` (``_core.greedy_select_many``), against the same selections one after
+  the other (``_core.greedy_select``), for 3, 5 and 10 classes; and whole multiclass
   ``GreedyKFDA.fit`` calls against a subclass whose selections run one after the other;
 * ``spin``    — what OpenBLAS's busy-waiting workers cost what gkfda runs next: the CPU they
   burn after a call while the caller sleeps, a ``GreedyKFDA.fit`` right after ``PCA.fit`` (as
@@ -421,15 +421,15 @@ class OneAfterTheOther(GreedyKFDA):
 
 
 def section_multiclass(args):
-    print(f"\n### One-vs-rest selections side by side (m={args.m}, k={args.k}, schur, stages 1, "
+    print(f"\n### One-vs-rest selections side by side (m={args.m}, k={args.k}, stages 1, "
           f"{args.threads} threads; {args.repeats} pairs)\n")
-    print("| classes | one after the other, s | side by side, s | speed-up (median of pairs) | same picks | passes over K: one after the other / side by side |")
-    print("|---|---|---|---|---|---|")
-    for classes in (3, 5, 10):
+    print("| deflation | classes | one after the other, s | side by side, s | speed-up (median of pairs) | same picks | passes over K: one after the other / side by side |")
+    print("|---|---|---|---|---|---|---|")
+    for deflation, classes in [(d, c) for d in ("schur", "hotelling") for c in (3, 5, 10)]:
         X, y = sectors(args.m, args.d, classes)
         K = _core.kernel_matrix(X, kernel="rbf", gamma=1.0 / args.d, n_threads=args.threads)
         positives = np.stack([y == c for c in range(classes)])
-        options = dict(deflation="schur", n_threads=args.threads)
+        options = dict(deflation=deflation, n_threads=args.threads)
         apart = lambda: [_core.greedy_select(K, p, args.k, **options) for p in positives]  # noqa: E731
         together = lambda: _core.greedy_select_many(K, positives, args.k, **options)  # noqa: E731
         firsts, seconds = paired_times(apart, together, args.repeats)
@@ -439,7 +439,7 @@ def section_multiclass(args):
         # Each problem counts its own passes; side by side, one read of K serves them all.
         reads_apart = sum(a[2] for a in alone)
         reads_together = classes + max(b[2] - 1 for b in shared)  # the set-up passes are each their own
-        print(f"| {classes} | {statistics.median(firsts):.2f} | {statistics.median(seconds):.2f} | "
+        print(f"| {deflation} | {classes} | {statistics.median(firsts):.2f} | {statistics.median(seconds):.2f} | "
               f"{statistics.median(ratios):.2f} ({min(ratios):.2f}–{max(ratios):.2f}) | {same}/{classes} | "
               f"{reads_apart} / {reads_together} |")
     classes = 5

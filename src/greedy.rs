@@ -21,7 +21,8 @@
 //! symmetric `K_0` ([`passes::multiply_groups`]). With the classes contiguous (as
 //! `GreedyKFDA.fit` orders them) each pass splits by class, and a wide pass also reads
 //! the earlier terms as extra rows, for the stage's products with them
-//! ([`passes::multiply_groups_with_rows`]).
+//! ([`passes::multiply_groups_with_rows`]). Several problems over one kernel (one-vs-rest)
+//! can share their narrow passes: [`select_many`].
 
 use crate::error::{try_zeroed, Error, Result};
 use crate::passes;
@@ -370,10 +371,25 @@ struct Engine<'a, F: Real> {
 impl<'a, F: Real> Engine<'a, F> {
     fn multiply(&mut self, rhs: &[&[F]]) -> Vec<Vec<F>> {
         self.passes += 1;
+        self.kernel_products(rhs)
+    }
+
+    /// `K_0 x` for each `x`: a pass of this selection's own, or its share of a pass with
+    /// the selections beside it.
+    fn kernel_products(&mut self, rhs: &[&[F]]) -> Vec<Vec<F>> {
         if let Some((shared, member)) = self.shared {
             return shared.multiply(member, rhs);
         }
         passes::multiply(&self.pool, self.kernel, self.m, rhs, &mut self.workspace)
+    }
+
+    /// Takes this selection's passes over `K_0` from `shared`, as its `member`-th. They
+    /// read plain right-hand sides: the passes split by class, each selection's columns
+    /// in its own two groups, are left to selections alone, so `K_0 x` and `K_0 D x` come
+    /// from `[x, Dx]` (for a stage of one pick, bound by memory, the same read).
+    fn share_passes(&mut self, shared: &'a SharedPasses<'a, F>, member: usize) {
+        self.shared = Some((shared, member));
+        self.class_groups = None;
     }
 
     /// `(K_0 x, K_0 D x)` for each `x`, in one pass. With contiguous classes the pass
@@ -393,8 +409,7 @@ impl<'a, F: Real> Engine<'a, F> {
         }
         let weighted: Vec<Vec<F>> = xs.iter().map(|x| self.weighted(x)).collect();
         let rhs = stacked(xs, &weighted);
-        let mut products =
-            passes::multiply(&self.pool, self.kernel, self.m, &rhs, &mut self.workspace);
+        let mut products = self.kernel_products(&rhs);
         let weighted = products.split_off(xs.len());
         (products, weighted)
     }
@@ -1253,14 +1268,15 @@ pub fn select_with_stop<F: Real>(
 
 /// [`select`] for several problems over one kernel, `problems[c] = (positive, params)`
 /// (the one-vs-rest problems of a multiclass fit), which give the same [`Selection`]s
-/// whatever their number or order. Problems of the schur family (whose picks read `K`
-/// one at a time) over a kernel of 12 MiB or more run side by side in groups of up to 12
-/// that share each pass over `K`: `C` picks for one read of `K` where one after the other
-/// they would read it `C` times. Their passes read all of `K` in a fixed order
-/// ([`passes::multiply_in_order`]), where [`select`]'s one-vector passes read its upper
-/// triangle, so their sums, and on close calls their picks, can differ from [`select`]'s
-/// in the last bits. The others run one after the other, as [`select`]. All problems
-/// need the same `n_threads`.
+/// whatever their number or order. Problems whose picks read `K` one at a time (the
+/// schur family at any stage, the hotelling and projection families at stages 1) over a
+/// kernel of 12 MiB or more run side by side in groups of up to 12 that share each pass
+/// over `K`: `C` picks for one read of `K` where one after the other they would read it
+/// `C` times. Their passes read all of `K` in a fixed order
+/// ([`passes::multiply_in_order`]), where [`select`]'s narrow passes read its upper
+/// triangle (split by class), so their sums, and on close calls their picks, can differ
+/// from [`select`]'s in the last bits. The others run one after the other, as [`select`].
+/// All problems need the same `n_threads`.
 pub fn select_many<F: Real>(
     kernel: ArrayView2<F>,
     problems: &[(&[bool], GreedyParams)],
@@ -1297,9 +1313,7 @@ fn select_many_sharing_from<F: Real>(
         }
     }
     let bytes = kernel.len().saturating_mul(std::mem::size_of::<F>());
-    let sharing = |params: &GreedyParams| {
-        params.deflation.family() == Family::Schur && bytes >= shared_from_bytes
-    };
+    let sharing = |params: &GreedyParams| shares_passes(params) && bytes >= shared_from_bytes;
     let mut selections: Vec<Option<Selection>> = vec![None; problems.len()];
     for (c, (positive, params)) in problems.iter().enumerate() {
         if !sharing(params) {
@@ -1318,6 +1332,18 @@ fn select_many_sharing_from<F: Real>(
         }
     }
     Ok(selections.into_iter().flatten().collect())
+}
+
+/// Whether a selection's passes are worth sharing: those bound by memory, schur's (one or
+/// two vectors at any stage) and the other families' at a stage of one. Their wider
+/// stages' passes are bound by arithmetic, which a shared pass would not lessen (and
+/// without the split by class, would double).
+fn shares_passes(params: &GreedyParams) -> bool {
+    match params.deflation.family() {
+        Family::Schur => true,
+        Family::Hotelling | Family::Projection => params.stages == 1,
+        Family::None => false,
+    }
 }
 
 /// The selections of `problems` (checked), each on a thread of its own, sharing their
@@ -1343,7 +1369,7 @@ fn select_side_by_side<F: Real>(
                     let _membership = membership;
                     let tol = params.tol.unwrap_or(F::DEFAULT_TOL);
                     let mut engine = Engine::new(kernel, m, positive, tol, params.n_threads)?;
-                    engine.shared = Some((shared, member));
+                    engine.share_passes(shared, member);
                     run_selection(&mut engine, params, tol, stop)
                 });
             selections.push(started);
@@ -1824,8 +1850,18 @@ mod tests {
     #[test]
     fn shared_selections_pick_as_explicit_deflation_whatever_their_company_and_threads() {
         let (kernel, labels) = one_vs_rest_problem(240, 4, 3);
-        for deflation in [Deflation::Schur, Deflation::OrthoSchur] {
-            for stages in [1, 3] {
+        let shared = [
+            (Deflation::Schur, 1),
+            (Deflation::Schur, 3),
+            (Deflation::OrthoSchur, 1),
+            (Deflation::OrthoSchur, 3),
+            (Deflation::Hotelling, 1),
+            (Deflation::Projection, 1),
+            (Deflation::OrthoHotelling, 1),
+            (Deflation::OrthoProjection, 1),
+        ];
+        for (deflation, stages) in shared {
+            {
                 for criterion in [Criterion::Optimal, Criterion::Pseudo] {
                     let params = GreedyParams {
                         k: 15,
@@ -1868,12 +1904,14 @@ mod tests {
             Deflation::Schur,
             Deflation::Hotelling,
             Deflation::OrthoSchur,
+            Deflation::Projection,
+            Deflation::None,
         ];
         let problems: Vec<(&[bool], GreedyParams)> = (0..14)
             .map(|c| {
                 let params = GreedyParams {
                     k: 4 + c % 5,
-                    deflation: deflations[c % 3],
+                    deflation: deflations[c % 5],
                     stages: 1 + c % 2,
                     ..GreedyParams::default()
                 };
@@ -1884,7 +1922,7 @@ mod tests {
         assert_eq!(together.len(), problems.len());
         for (c, ((positive, params), selection)) in problems.iter().zip(&together).enumerate() {
             assert_eq!(selection.indices.len(), params.k, "problem {c}");
-            if params.deflation.family() == Family::Schur {
+            if shares_passes(params) {
                 let alone = shared_many(kernel.view(), &problems[c..=c]).unwrap();
                 assert_eq!(alone[0], *selection, "problem {c}");
             } else {
@@ -1893,6 +1931,25 @@ mod tests {
             }
         }
         assert_eq!(select_many::<f64>(kernel.view(), &[]), Ok(Vec::new()));
+        // The random criterion, each problem with its own order: the picks `select` makes.
+        let random: Vec<(&[bool], GreedyParams)> = (0..3)
+            .map(|c| {
+                let params = GreedyParams {
+                    k: 9,
+                    criterion: Criterion::Random,
+                    random_order: Some(random_order(kernel.nrows(), c as u64)),
+                    ..GreedyParams::default()
+                };
+                (labels[c].as_slice(), params)
+            })
+            .collect();
+        for ((positive, params), selection) in random
+            .iter()
+            .zip(shared_many(kernel.view(), &random).unwrap())
+        {
+            let solo = select(kernel.view(), positive, params).unwrap();
+            assert_eq!(selection.indices, solo.indices);
+        }
     }
 
     #[test]
@@ -1924,8 +1981,11 @@ mod tests {
         let error = select_many(kernel.view(), &mixed).unwrap_err();
         assert!(error.to_string().starts_with("n_jobs: "), "{error}");
         let nan = kernel.mapv(|v| if v < 0.3 { f64::NAN } else { v });
-        let error = select_many(nan.view(), &problems).unwrap_err();
-        assert!(error.to_string().starts_with("K: "), "{error}");
+        for shared_from_bytes in [0, usize::MAX] {
+            let stop = AtomicBool::new(false);
+            let error = select_many_sharing_from(nan.view(), &problems, &stop, shared_from_bytes);
+            assert!(error.unwrap_err().to_string().starts_with("K: "));
+        }
     }
 
     #[test]

@@ -1,10 +1,11 @@
 //! Passes over one kernel shared by selections that run side by side.
 //!
 //! A one-vs-rest fit of `C` classes makes `C` selections over the same training kernel.
-//! Run one after the other, each schur pick streams half of `K` from memory, once per
-//! selection. Run side by side, in lock step, the `C` selections' passes become one
-//! pass with `C` right-hand sides: `K` is read once for all of them, and a pass with a
-//! handful of right-hand sides costs little more than a plain read (`examples/pass_speed`).
+//! Run one after the other, each pick (of the schur family, or of the others at stages 1)
+//! streams half of `K` from memory, once per selection. Run side by side, in lock step,
+//! the `C` selections' passes become one pass with all their right-hand sides: `K` is read
+//! once for all of them, and a pass with a handful of right-hand sides costs little more
+//! than a plain read (`examples/pass_speed`).
 //! Each selection runs on a thread of its own and hands its right-hand sides to
 //! [`SharedPasses::multiply`], which waits; once every selection still running waits,
 //! the thread that called [`SharedPasses::serve`] makes the pass and hands each its

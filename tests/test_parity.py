@@ -176,13 +176,16 @@ def test_selections_of_many_problems_equal_reference(criterion, deflation, stage
         assert not stopped_early and passes >= 1
 
 
-SHARED_M = 1300  # a float64 kernel of 12.9 MiB: the schur family's problems share passes
+SHARED_M = 1300  # a float64 kernel of 12.9 MiB: problems share their passes
 
 
-@pytest.mark.parametrize("deflation", ["schur", "ortho-schur"])
-@pytest.mark.parametrize("stages", [1, 4])
+@pytest.mark.parametrize(
+    ("deflation", "stages"),
+    [(deflation, 1) for deflation in gkfda.DEFLATIONS] + [("schur", 4), ("ortho-schur", 4), ("hotelling", 4)],
+)
 def test_shared_selections_equal_reference(deflation, stages):
-    # One-vs-rest selections side by side, sharing each pass over K (whole rows, one order).
+    # One-vs-rest selections side by side, sharing each pass over K (whole rows, one order):
+    # the schur family at any stage, the others at stages 1 (hotelling at 4 runs alone).
     K, label = one_vs_rest_problem(7, m=SHARED_M, classes=3)
     positives = np.stack([label == c for c in range(3)])
     selections = _core.greedy_select_many(K, positives, 12, deflation=deflation, stages=stages)

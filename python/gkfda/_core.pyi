@@ -57,9 +57,10 @@ def greedy_select_many(
     """``greedy_select`` for the problems ``positives[c]`` (rows of a 2-D boolean array)
     over one kernel, e.g. the one-vs-rest problems of a multiclass fit.
 
-    The schur family's selections over a kernel of 12 MiB or more run side by side, up to
+    Over a kernel of 12 MiB or more, the selections whose picks read ``K`` one at a time
+    (the schur family at any ``stages``, the others at ``stages=1``) run side by side, up to
     12 at a time, and share each pass over the kernel: ``C`` picks for one read of ``K``
-    (below that size, and for the other deflations, each runs alone, as ``greedy_select``).
+    (below that size, and for wider stages, each runs alone, as ``greedy_select``).
     Shared passes read all of ``K`` in one order, so a problem's selection does not depend
     on the others; it can differ from ``greedy_select``'s (which reads half of ``K``) in the
     last bits of its sums, and so on close calls. ``random_orders[c]`` is problem ``c``'s priority order. Returns one

@@ -227,10 +227,11 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         X : array-like of shape (n_samples, n_features), or (n_samples, n_samples)
             Training data, or the training kernel when ``kernel="precomputed"``.
         y : array-like of shape (n_samples,)
-            Class labels; more than two classes are handled one-vs-rest. The one-vs-rest
-            selections of the schur family on a kernel of 12 MiB or more (float64: from
-            ~1,250 samples) run side by side and share each pass over the kernel: at
-            4,000 samples, 5 classes fit ~2× faster than one after the other.
+            Class labels; more than two classes are handled one-vs-rest. On a kernel of
+            12 MiB or more (float64: from ~1,250 samples) the one-vs-rest selections whose
+            picks read the kernel one at a time (schur family; the others at
+            ``stages=1``) run side by side and share each pass over the kernel: at 4,000
+            samples, 5 classes fit ~2× faster than one after the other.
 
         Returns
         -------
