@@ -1361,12 +1361,13 @@ fn select_side_by_side<F: Real>(
         for (member, &(positive, params)) in problems.iter().enumerate() {
             // Joined before the scope ends: made before the spawn, so that a thread that
             // cannot start still leaves (its closure, holding it, is dropped).
-            let membership = shared.member();
+            let membership = shared.member(member);
             let shared = &shared;
             let started = std::thread::Builder::new()
                 .name(format!("gkfda-selection-{member}"))
                 .spawn_scoped(scope, move || {
                     let _membership = membership;
+                    shared.take_turn(member);
                     let tol = params.tol.unwrap_or(F::DEFAULT_TOL);
                     let mut engine = Engine::new(kernel, m, positive, tol, params.n_threads)?;
                     engine.share_passes(shared, member);

@@ -11,7 +11,9 @@
 //! the thread that called [`SharedPasses::serve`] makes the pass and hands each its
 //! products. Each product is one running sum over its row in ascending order
 //! ([`passes::multiply_in_order`]), so a selection gets the same values whichever others
-//! share its passes, whatever the thread count.
+//! share its passes, whatever the thread count. Between passes, no more selections run at
+//! once than the pool has threads (the others wait for a turn), so side by side they use
+//! no more cores than the caller asked for (`n_jobs`).
 
 use crate::passes::{self, Workspace};
 use crate::real::Real;
@@ -35,13 +37,19 @@ struct State<F> {
     requests: Vec<(usize, Vec<Vec<F>>)>,
     /// Each member's products, until it takes them.
     products: Vec<Option<Vec<Vec<F>>>>,
+    /// Turns to run free: members may work between passes only while holding one.
+    turns: usize,
+    /// Whether each member holds a turn.
+    holding: Vec<bool>,
     /// The serving thread unwound (a panic): no pass will come.
     abandoned: bool,
 }
 
 impl<'k, F: Real> SharedPasses<'k, F> {
-    /// Passes over the row-major `m×m` `kernel` for `members` selections, on `pool`.
+    /// Passes over the row-major `m×m` `kernel` for `members` selections, on `pool`; as
+    /// many members run at once as `pool` has threads.
     pub(crate) fn new(kernel: &'k [F], m: usize, pool: Arc<ThreadPool>, members: usize) -> Self {
+        let turns = pool.current_num_threads().max(1);
         SharedPasses {
             kernel,
             m,
@@ -50,9 +58,33 @@ impl<'k, F: Real> SharedPasses<'k, F> {
                 running: members,
                 requests: Vec::new(),
                 products: vec![None; members],
+                turns,
+                holding: vec![false; members],
                 abandoned: false,
             }),
             changed: Condvar::new(),
+        }
+    }
+
+    /// Waits for a turn of `member` to run (which it holds until it waits for a pass or
+    /// leaves).
+    ///
+    /// # Panics
+    /// If the serving thread panicked.
+    pub(crate) fn take_turn(&self, member: usize) {
+        let mut state = self.lock();
+        while state.turns == 0 {
+            assert!(!state.abandoned, "the shared pass over the kernel failed");
+            state = self.wait(state);
+        }
+        state.turns -= 1;
+        state.holding[member] = true;
+    }
+
+    /// Gives back `member`'s turn, if it holds one.
+    fn give_turn(&self, state: &mut State<F>, member: usize) {
+        if std::mem::replace(&mut state.holding[member], false) {
+            state.turns += 1;
         }
     }
 
@@ -67,7 +99,8 @@ impl<'k, F: Real> SharedPasses<'k, F> {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// `K x` for each `x` of `rhs`, for member `member`, from the next shared pass.
+    /// `K x` for each `x` of `rhs`, for member `member`, from the next shared pass; the
+    /// member's turn is given up while it waits, and taken again before this returns.
     ///
     /// # Panics
     /// If the serving thread panicked, so that no pass will come.
@@ -76,20 +109,27 @@ impl<'k, F: Real> SharedPasses<'k, F> {
         state
             .requests
             .push((member, rhs.iter().map(|x| x.to_vec()).collect()));
+        self.give_turn(&mut state, member);
         self.changed.notify_all();
-        loop {
+        let products = loop {
             if let Some(products) = state.products[member].take() {
-                return products;
+                break products;
             }
             assert!(!state.abandoned, "the shared pass over the kernel failed");
             state = self.wait(state);
-        }
+        };
+        drop(state);
+        self.take_turn(member);
+        products
     }
 
-    /// A membership, whose end (its drop, on any return or unwind) tells the others that
-    /// this member makes no more passes.
-    pub(crate) fn member(&self) -> Membership<'_, 'k, F> {
-        Membership(self)
+    /// Member `member`'s membership, whose end (its drop, on any return or unwind) tells
+    /// the others that it makes no more passes, and gives back its turn.
+    pub(crate) fn member(&self, member: usize) -> Membership<'_, 'k, F> {
+        Membership {
+            shared: self,
+            member,
+        }
     }
 
     /// Makes the members' passes, until every member has left: whenever every running
@@ -127,13 +167,17 @@ impl<'k, F: Real> SharedPasses<'k, F> {
 }
 
 /// See [`SharedPasses::member`].
-pub(crate) struct Membership<'s, 'k, F: Real>(&'s SharedPasses<'k, F>);
+pub(crate) struct Membership<'s, 'k, F: Real> {
+    shared: &'s SharedPasses<'k, F>,
+    member: usize,
+}
 
 impl<F: Real> Drop for Membership<'_, '_, F> {
     fn drop(&mut self) {
-        let mut state = self.0.lock();
+        let mut state = self.shared.lock();
         state.running -= 1;
-        self.0.changed.notify_all();
+        self.shared.give_turn(&mut state, self.member);
+        self.shared.changed.notify_all();
     }
 }
 
@@ -146,5 +190,66 @@ impl<F: Real> Drop for Abandon<'_, '_, F> {
         let mut state = self.0.lock();
         state.abandoned = true;
         self.0.changed.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    fn pool(threads: usize) -> Arc<ThreadPool> {
+        Arc::new(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap(),
+        )
+    }
+
+    /// Members running at once between passes, at most, for `members` members on a pool of
+    /// `threads`; each checks its products against the plain sums.
+    fn most_at_once(members: usize, threads: usize) -> usize {
+        let m = 40;
+        let kernel: Vec<f64> = (0..m * m).map(|t| ((t * 7) % 13) as f64 - 6.0).collect();
+        let shared = SharedPasses::new(&kernel, m, pool(threads), members);
+        let (running, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        std::thread::scope(|scope| {
+            for member in 0..members {
+                let membership = shared.member(member);
+                let (shared, kernel, running, most) = (&shared, &kernel, &running, &most);
+                scope.spawn(move || {
+                    let _membership = membership;
+                    shared.take_turn(member);
+                    // Members ask for different numbers of passes: they leave at different times.
+                    for pass in 0..3 + member % 3 {
+                        let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                        most.fetch_max(now, Ordering::SeqCst);
+                        std::thread::sleep(Duration::from_millis(2));
+                        running.fetch_sub(1, Ordering::SeqCst);
+                        let x: Vec<f64> = (0..m).map(|i| (i + member + pass) as f64).collect();
+                        let products = shared.multiply(member, &[&x]);
+                        for (i, value) in products[0].iter().enumerate() {
+                            let row = &kernel[i * m..(i + 1) * m];
+                            let expected = row
+                                .iter()
+                                .zip(&x)
+                                .fold(0.0, |sum, (k, x)| k.mul_add(*x, sum));
+                            assert_eq!(*value, expected, "member {member}, pass {pass}, row {i}");
+                        }
+                    }
+                });
+            }
+            shared.serve();
+        });
+        most.load(Ordering::SeqCst)
+    }
+
+    #[test]
+    fn members_share_passes_and_run_no_more_at_once_than_the_pool_has_threads() {
+        assert_eq!(most_at_once(5, 1), 1);
+        assert!(most_at_once(5, 2) <= 2);
+        assert!(most_at_once(1, 2) == 1);
     }
 }
