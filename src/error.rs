@@ -29,6 +29,21 @@ impl Error {
             message: message.into(),
         }
     }
+
+    /// This error as one of problem `c` of several ([`crate::greedy::select_many`]): an
+    /// argument of that problem alone (`y`, `random_order`) says which problem it is.
+    pub(crate) fn in_problem(self, c: usize) -> Self {
+        match self {
+            Error::InvalidArgument {
+                argument: argument @ ("y" | "random_order"),
+                message,
+            } => Error::InvalidArgument {
+                argument,
+                message: format!("problem {c}: {message}"),
+            },
+            other => other,
+        }
+    }
 }
 
 /// A zero-filled vector of `len` elements, or [`Error::OutOfMemory`] instead of an abort.

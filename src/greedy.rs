@@ -42,9 +42,10 @@ const PARALLEL_WORK: usize = 1 << 16;
 const MIN_CLASS_RUN: usize = 64;
 /// Rows per chunk of a combination: the output chunk stays in L1 while the vectors stream.
 const COMBINE_CHUNK: usize = 1024;
-/// Most selections that share their passes ([`select_many`]): a pass with up to 12
-/// right-hand sides in `f64` (24 in `f32`) still reads each row of `K` once (one packed
-/// block), and each selection running side by side holds its terms (`2·m·k` values).
+/// Most selections that share their passes ([`select_many`]): each hands one or two
+/// right-hand sides to a pass, and a pass streams each row of `K` from memory once for
+/// all of them (blocks of 12 right-hand sides in `f64`, 24 in `f32`, the later ones from
+/// cache); more threads would add little but hand-overs.
 const SHARED_SELECTIONS: usize = 12;
 /// Smallest kernel (bytes) whose selections share their passes: below, `K` stays in the
 /// caches, a pass takes ~0.1 ms and the hand-over between threads costs more than the reads
@@ -1255,9 +1256,20 @@ pub fn select_with_stop<F: Real>(
     stop: &AtomicBool,
 ) -> Result<Selection> {
     let data = checked_kernel(&kernel, positive, params)?;
-    let m = kernel.nrows();
+    select_alone(data, kernel.nrows(), positive, params, stop)
+}
+
+/// The selection of a checked problem over the row-major `m×m` `kernel`, with passes of
+/// its own.
+fn select_alone<F: Real>(
+    kernel: &[F],
+    m: usize,
+    positive: &[bool],
+    params: &GreedyParams,
+    stop: &AtomicBool,
+) -> Result<Selection> {
     let tol = params.tol.unwrap_or(F::DEFAULT_TOL);
-    let mut engine = Engine::new(data, m, positive, tol, params.n_threads)?;
+    let mut engine = Engine::new(kernel, m, positive, tol, params.n_threads)?;
     // The whole loop runs on a worker of the engine's pool, so that a pass is shared by
     // that worker and the others (n threads in all), where a caller outside the pool
     // would wake n workers for each pass and wait: fewer wake-ups per pick, and no
@@ -1275,8 +1287,9 @@ pub fn select_with_stop<F: Real>(
 /// `C` times. Their passes read all of `K` in a fixed order
 /// ([`passes::multiply_in_order`]), where [`select`]'s narrow passes read its upper
 /// triangle (split by class), so their sums, and on close calls their picks, can differ
-/// from [`select`]'s in the last bits. The others run one after the other, as [`select`].
-/// All problems need the same `n_threads`.
+/// from [`select`]'s in the last bits. A group's terms take at most as much memory as the
+/// kernel. The others run one after the other, as [`select`]. All problems need the same
+/// `n_threads`; each [`Selection::kernel_passes`] counts the passes it took part in.
 pub fn select_many<F: Real>(
     kernel: ArrayView2<F>,
     problems: &[(&[bool], GreedyParams)],
@@ -1303,8 +1316,8 @@ fn select_many_sharing_from<F: Real>(
     let Some((_, first)) = problems.first() else {
         return Ok(Vec::new());
     };
-    for (positive, params) in problems {
-        checked_kernel(&kernel, positive, params)?;
+    for (c, (positive, params)) in problems.iter().enumerate() {
+        checked_kernel(&kernel, positive, params).map_err(|error| error.in_problem(c))?;
         if params.n_threads != first.n_threads {
             return Err(Error::invalid(
                 "n_jobs",
@@ -1324,9 +1337,35 @@ fn select_many_sharing_from<F: Real>(
         .filter(|&c| sharing(&problems[c].1))
         .collect();
     let data = checked_kernel(&kernel, problems[0].0, first)?;
-    for group in shared.chunks(SHARED_SELECTIONS) {
+    let m = kernel.nrows();
+    // Side by side, the selections hold their terms at once, `2·m·k` values each (`3·m·k`
+    // with the ortho forms' directions), where one after the other they take turns: a
+    // group's terms take at most as much memory as the kernel (and 12 selections at most).
+    let terms = |params: &GreedyParams| {
+        let vectors = if params.deflation.is_ortho() { 3 } else { 2 };
+        (vectors * params.k).saturating_mul(m * std::mem::size_of::<F>())
+    };
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut group_bytes = 0usize;
+    for &c in &shared {
+        let bytes_c = terms(&problems[c].1);
+        match groups.last_mut() {
+            Some(group)
+                if group.len() < SHARED_SELECTIONS
+                    && group_bytes.saturating_add(bytes_c) <= bytes =>
+            {
+                group.push(c);
+                group_bytes += bytes_c;
+            }
+            _ => {
+                groups.push(vec![c]);
+                group_bytes = bytes_c;
+            }
+        }
+    }
+    for group in groups {
         let members: Vec<&(&[bool], GreedyParams)> = group.iter().map(|&c| &problems[c]).collect();
-        let outcomes = select_side_by_side(data, kernel.nrows(), &members, stop)?;
+        let outcomes = select_side_by_side(data, m, &members, stop)?;
         for (&c, selection) in group.iter().zip(outcomes) {
             selections[c] = Some(selection);
         }
@@ -1347,7 +1386,9 @@ fn shares_passes(params: &GreedyParams) -> bool {
 }
 
 /// The selections of `problems` (checked), each on a thread of its own, sharing their
-/// passes over the row-major `m×m` `kernel`, served from this thread.
+/// passes over the row-major `m×m` `kernel`, served from this thread (or, from a rayon
+/// worker, from a thread of its own, so that the worker cannot take up other jobs of its
+/// pool while it waits, one of which might wait on it).
 fn select_side_by_side<F: Real>(
     kernel: &[F],
     m: usize,
@@ -1356,11 +1397,14 @@ fn select_side_by_side<F: Real>(
 ) -> Result<Vec<Selection>> {
     let pool = crate::pool::shared(problems[0].1.n_threads)?;
     let shared = SharedPasses::new(kernel, m, pool, problems.len());
-    std::thread::scope(|scope| {
-        let mut selections = Vec::with_capacity(problems.len());
+    let joined = std::thread::scope(|scope| {
+        // Armed before the first member starts: should this thread unwind before serving
+        // every pass, the members waiting for one panic instead of waiting for ever.
+        let abandon = shared.abandon_on_unwind();
+        let mut members = Vec::with_capacity(problems.len());
         for (member, &(positive, params)) in problems.iter().enumerate() {
-            // Joined before the scope ends: made before the spawn, so that a thread that
-            // cannot start still leaves (its closure, holding it, is dropped).
+            // Made before the spawn, so that a thread that cannot start still leaves (its
+            // closure, holding the membership, is dropped).
             let membership = shared.member(member);
             let shared = &shared;
             let started = std::thread::Builder::new()
@@ -1369,28 +1413,58 @@ fn select_side_by_side<F: Real>(
                     let _membership = membership;
                     shared.take_turn(member);
                     let tol = params.tol.unwrap_or(F::DEFAULT_TOL);
-                    let mut engine = Engine::new(kernel, m, positive, tol, params.n_threads)?;
-                    engine.share_passes(shared, member);
-                    run_selection(&mut engine, params, tol, stop)
+                    let outcome = Engine::new(kernel, m, positive, tol, params.n_threads).and_then(
+                        |mut engine| {
+                            engine.share_passes(shared, member);
+                            run_selection(&mut engine, params, tol, shared.halt_flag())
+                        },
+                    );
+                    if outcome.is_err() {
+                        shared.halt(); // the call fails: the others' work would be lost
+                    }
+                    outcome
                 });
-            selections.push(started);
+            members.push(started.ok());
         }
-        shared.serve();
-        let mut outcomes = Vec::with_capacity(problems.len());
-        for started in selections {
-            let thread = started.map_err(|error| {
-                Error::invalid(
-                    "n_jobs",
-                    format!("could not start a selection's thread: {error}"),
-                )
-            })?;
-            let outcome = thread
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            outcomes.push(outcome?);
+        if rayon::current_thread_index().is_some() {
+            let served = scope.spawn(|| shared.serve(stop)).join();
+            served.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        } else {
+            shared.serve(stop);
         }
-        Ok(outcomes)
-    })
+        abandon.disarm();
+        members
+            .into_iter()
+            .map(|thread| thread.map(|thread| thread.join()))
+            .collect::<Vec<_>>()
+    });
+    // A panic first, then an error of a member's own, then a stop (which a failed member
+    // asked of the others).
+    let mut outcomes = Vec::with_capacity(joined.len());
+    for joined in joined {
+        match joined {
+            Some(Err(panic)) => std::panic::resume_unwind(panic),
+            Some(Ok(outcome)) => outcomes.push(Some(outcome)),
+            None => outcomes.push(None),
+        }
+    }
+    if let Some(error) = outcomes.iter().flatten().find_map(|outcome| {
+        outcome
+            .as_ref()
+            .err()
+            .filter(|error| **error != Error::Interrupted)
+    }) {
+        return Err(error.clone());
+    }
+    let mut selections = Vec::with_capacity(outcomes.len());
+    for (outcome, &&(positive, ref params)) in outcomes.into_iter().zip(problems) {
+        selections.push(match outcome {
+            Some(outcome) => outcome?,
+            // The OS would not start its thread: alone, with passes of its own.
+            None => select_alone(kernel, m, positive, params, stop)?,
+        });
+    }
+    Ok(selections)
 }
 
 /// `kernel` as a row-major slice, once `(kernel, positive, params)` are checked.
@@ -1899,7 +1973,8 @@ mod tests {
 
     #[test]
     fn shared_selections_come_back_in_order_in_groups_and_beside_unshared_ones() {
-        // More problems than share one pass (12), with other deflations among them.
+        // More problems than share one pass (12), with other deflations among them, and
+        // some whose terms fill more than half the kernel's memory (groups of their own).
         let (kernel, labels) = one_vs_rest_problem(150, 3, 8);
         let deflations = [
             Deflation::Schur,
@@ -1908,12 +1983,18 @@ mod tests {
             Deflation::Projection,
             Deflation::None,
         ];
-        let problems: Vec<(&[bool], GreedyParams)> = (0..14)
+        let problems: Vec<(&[bool], GreedyParams)> = (0..24)
             .map(|c| {
+                let (deflation, stages) = if c < 14 {
+                    (Deflation::Schur, 1)
+                } else {
+                    (deflations[c % 5], 1 + c % 2)
+                };
                 let params = GreedyParams {
-                    k: 4 + c % 5,
-                    deflation: deflations[c % 5],
-                    stages: 1 + c % 2,
+                    // 2·60 terms of 150 values: 0.8 of the kernel's 150² values.
+                    k: if c % 7 == 3 { 60 } else { 4 + c % 5 },
+                    deflation,
+                    stages,
                     ..GreedyParams::default()
                 };
                 (labels[c % 3].as_slice(), params)
@@ -1977,6 +2058,16 @@ mod tests {
         bad[2].1.k = 0;
         let error = select_many(kernel.view(), &bad).unwrap_err();
         assert!(error.to_string().starts_with("k: "), "{error}");
+        let mut bad = problems.clone();
+        bad[1].1.criterion = Criterion::Random;
+        bad[1].1.random_order = Some(vec![0; kernel.nrows()]);
+        let error = select_many(kernel.view(), &bad).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("random_order: problem 1: must be a permutation"),
+            "{error}"
+        );
         let mut mixed = problems.clone();
         mixed[1].1.n_threads = 2;
         let error = select_many(kernel.view(), &mixed).unwrap_err();

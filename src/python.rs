@@ -254,7 +254,7 @@ fn select_typed<'py, F: Real + numpy::Element>(
         [(positive, params)] if !many => Ok(vec![greedy::select_with_stop(
             view, positive, params, stop,
         )?]),
-        _ => greedy::select_many_with_stop(view, problems, stop),
+        _ => greedy::select_many_with_stop(view, problems, stop).map_err(named_for_many),
     })?;
     Ok(selections
         .into_iter()
@@ -281,13 +281,33 @@ fn select_any<'py>(
     ))
 }
 
-/// A priority order from NumPy's int64 indices.
-fn order_of<'a>(indices: impl IntoIterator<Item = &'a i64>) -> PyResult<Vec<usize>> {
+/// An error of the core's `select_many` with the arguments named as `greedy_select_many`
+/// takes them: one problem's labels are a row of `positives`, its order of `random_orders`.
+fn named_for_many(error: Error) -> Error {
+    match error {
+        Error::InvalidArgument { argument, message } => Error::InvalidArgument {
+            argument: match argument {
+                "y" => "positives",
+                "random_order" => "random_orders",
+                other => other,
+            },
+            message,
+        },
+        other => other,
+    }
+}
+
+/// A priority order from NumPy's int64 indices (`argument` names them in errors).
+fn order_of<'a>(
+    indices: impl IntoIterator<Item = &'a i64>,
+    argument: &str,
+) -> PyResult<Vec<usize>> {
     indices
         .into_iter()
         .map(|&i| {
-            usize::try_from(i)
-                .map_err(|_| PyValueError::new_err("random_order: indices must be non-negative"))
+            usize::try_from(i).map_err(|_| {
+                PyValueError::new_err(format!("{argument}: indices must be non-negative"))
+            })
         })
         .collect()
 }
@@ -343,7 +363,7 @@ fn greedy_select<'py>(
         .extract()
         .map_err(|_| PyTypeError::new_err("positive: must be a 1-D boolean NumPy array"))?;
     let random_order = random_order
-        .map(|order| order_of(order.as_array().iter()))
+        .map(|order| order_of(order.as_array().iter(), "random_order"))
         .transpose()?;
     let params = params_of(
         k,
@@ -402,7 +422,7 @@ fn greedy_select_many<'py>(
                 orders
                     .rows()
                     .into_iter()
-                    .map(order_of)
+                    .map(|row| order_of(row, "random_orders"))
                     .collect::<PyResult<Vec<_>>>()?,
             )
         }
@@ -415,6 +435,8 @@ fn greedy_select_many<'py>(
     let mut problems = Vec::with_capacity(labels.len());
     for (c, positive) in labels.iter().enumerate() {
         let order = orders.as_ref().map(|orders| orders[c].clone());
+        // Without given orders, each problem's is drawn from a seed of its own.
+        let seed = seed.wrapping_add(c as u64);
         let params = params_of(k, criterion, deflation, stages, order, seed, tol, n_threads)?;
         problems.push((positive.as_slice(), params));
     }

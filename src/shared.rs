@@ -18,6 +18,7 @@
 use crate::passes::{self, Workspace};
 use crate::real::Real;
 use rayon::ThreadPool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 /// The passes of a group of selections ("members") over one kernel.
@@ -28,6 +29,9 @@ pub(crate) struct SharedPasses<'k, F: Real> {
     state: Mutex<State<F>>,
     /// Signalled whenever a member asks for a pass or leaves, and when products are ready.
     changed: Condvar,
+    /// The members' stop flag: raised when the caller's is, or when a member fails (its
+    /// error or panic ends the call, so the others' work would be thrown away).
+    halt: AtomicBool,
 }
 
 struct State<F> {
@@ -63,7 +67,26 @@ impl<'k, F: Real> SharedPasses<'k, F> {
                 abandoned: false,
             }),
             changed: Condvar::new(),
+            halt: AtomicBool::new(false),
         }
+    }
+
+    /// The flag the members' selections stop on ([`SharedPasses::halt`]).
+    pub(crate) fn halt_flag(&self) -> &AtomicBool {
+        &self.halt
+    }
+
+    /// Asks every member to stop at its next check.
+    pub(crate) fn halt(&self) {
+        self.halt.store(true, Ordering::Relaxed);
+    }
+
+    /// A guard that, dropped, tells the members waiting for a pass that none will come, so
+    /// that they panic rather than wait for ever: made before the first member starts and
+    /// [disarmed](Abandon::disarm) once [`SharedPasses::serve`] has returned, it turns a
+    /// panic of the serving thread in between into the members' panics.
+    pub(crate) fn abandon_on_unwind(&self) -> Abandon<'_, 'k, F> {
+        Abandon(self)
     }
 
     /// Waits for a turn of `member` to run (which it holds until it waits for a pass or
@@ -134,12 +157,15 @@ impl<'k, F: Real> SharedPasses<'k, F> {
 
     /// Makes the members' passes, until every member has left: whenever every running
     /// member waits for one, one pass over `K` with all their right-hand sides (in member
-    /// order).
-    pub(crate) fn serve(&self) {
-        let abandon = Abandon(self);
+    /// order). A raised `stop` is handed on to the members ([`SharedPasses::halt`]) each
+    /// time a member asks for a pass or leaves.
+    pub(crate) fn serve(&self, stop: &AtomicBool) {
         let mut workspace = Workspace::default();
         let mut state = self.lock();
         while state.running > 0 {
+            if stop.load(Ordering::Relaxed) {
+                self.halt();
+            }
             // A running member has at most one request: it waits for its products.
             if state.requests.is_empty() || state.requests.len() < state.running {
                 state = self.wait(state);
@@ -161,8 +187,6 @@ impl<'k, F: Real> SharedPasses<'k, F> {
             }
             self.changed.notify_all();
         }
-        drop(state);
-        std::mem::forget(abandon);
     }
 }
 
@@ -174,6 +198,9 @@ pub(crate) struct Membership<'s, 'k, F: Real> {
 
 impl<F: Real> Drop for Membership<'_, '_, F> {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.shared.halt();
+        }
         let mut state = self.shared.lock();
         state.running -= 1;
         self.shared.give_turn(&mut state, self.member);
@@ -181,9 +208,15 @@ impl<F: Real> Drop for Membership<'_, '_, F> {
     }
 }
 
-/// Dropped only when [`SharedPasses::serve`] unwinds: wakes the waiting members, which
-/// then panic rather than wait for ever (and the scope that joins them, with them).
-struct Abandon<'s, 'k, F: Real>(&'s SharedPasses<'k, F>);
+/// See [`SharedPasses::abandon_on_unwind`].
+pub(crate) struct Abandon<'s, 'k, F: Real>(&'s SharedPasses<'k, F>);
+
+impl<F: Real> Abandon<'_, '_, F> {
+    /// The passes were all served: nothing to tell.
+    pub(crate) fn disarm(self) {
+        std::mem::forget(self);
+    }
+}
 
 impl<F: Real> Drop for Abandon<'_, '_, F> {
     fn drop(&mut self) {
@@ -196,7 +229,7 @@ impl<F: Real> Drop for Abandon<'_, '_, F> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::atomic::AtomicUsize;
     use std::time::Duration;
 
     fn pool(threads: usize) -> Arc<ThreadPool> {
@@ -208,41 +241,72 @@ mod tests {
         )
     }
 
+    /// `members` members over the `m×m` `kernel`, on a pool of `threads`, each running
+    /// `body(member, shared)` once its turn comes; their passes served with a stop flag
+    /// raised when `stop`, or, unless `serve`, abandoned. Their outcomes (a panic an `Err`).
+    fn run_members<R: Send>(
+        (kernel, m): (&[f64], usize),
+        threads: usize,
+        members: usize,
+        (serve, stop): (bool, bool),
+        body: impl Fn(usize, &SharedPasses<'_, f64>) -> R + Sync,
+    ) -> Vec<std::thread::Result<R>> {
+        let shared = SharedPasses::new(kernel, m, pool(threads), members);
+        std::thread::scope(|scope| {
+            let abandon = shared.abandon_on_unwind();
+            let running: Vec<_> = (0..members)
+                .map(|member| {
+                    let membership = shared.member(member);
+                    let (shared, body) = (&shared, &body);
+                    scope.spawn(move || {
+                        let _membership = membership;
+                        shared.take_turn(member);
+                        body(member, shared)
+                    })
+                })
+                .collect();
+            if serve {
+                shared.serve(&AtomicBool::new(stop));
+                abandon.disarm();
+            } else {
+                drop(abandon); // as when the serving thread unwinds before serving
+            }
+            running.into_iter().map(|member| member.join()).collect()
+        })
+    }
+
     /// Members running at once between passes, at most, for `members` members on a pool of
     /// `threads`; each checks its products against the plain sums.
     fn most_at_once(members: usize, threads: usize) -> usize {
         let m = 40;
         let kernel: Vec<f64> = (0..m * m).map(|t| ((t * 7) % 13) as f64 - 6.0).collect();
-        let shared = SharedPasses::new(&kernel, m, pool(threads), members);
         let (running, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
-        std::thread::scope(|scope| {
-            for member in 0..members {
-                let membership = shared.member(member);
-                let (shared, kernel, running, most) = (&shared, &kernel, &running, &most);
-                scope.spawn(move || {
-                    let _membership = membership;
-                    shared.take_turn(member);
-                    // Members ask for different numbers of passes: they leave at different times.
-                    for pass in 0..3 + member % 3 {
-                        let now = running.fetch_add(1, Ordering::SeqCst) + 1;
-                        most.fetch_max(now, Ordering::SeqCst);
-                        std::thread::sleep(Duration::from_millis(2));
-                        running.fetch_sub(1, Ordering::SeqCst);
-                        let x: Vec<f64> = (0..m).map(|i| (i + member + pass) as f64).collect();
-                        let products = shared.multiply(member, &[&x]);
-                        for (i, value) in products[0].iter().enumerate() {
-                            let row = &kernel[i * m..(i + 1) * m];
-                            let expected = row
-                                .iter()
-                                .zip(&x)
-                                .fold(0.0, |sum, (k, x)| k.mul_add(*x, sum));
-                            assert_eq!(*value, expected, "member {member}, pass {pass}, row {i}");
-                        }
+        let outcomes = run_members(
+            (&kernel, m),
+            threads,
+            members,
+            (true, false),
+            |member, shared| {
+                // Members ask for different numbers of passes: they leave at different times.
+                for pass in 0..3 + member % 3 {
+                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(2));
+                    running.fetch_sub(1, Ordering::SeqCst);
+                    let x: Vec<f64> = (0..m).map(|i| (i + member + pass) as f64).collect();
+                    let products = shared.multiply(member, &[&x]);
+                    for (i, value) in products[0].iter().enumerate() {
+                        let row = &kernel[i * m..(i + 1) * m];
+                        let expected = row
+                            .iter()
+                            .zip(&x)
+                            .fold(0.0, |sum, (k, x)| k.mul_add(*x, sum));
+                        assert_eq!(*value, expected, "member {member}, pass {pass}, row {i}");
                     }
-                });
-            }
-            shared.serve();
-        });
+                }
+            },
+        );
+        assert!(outcomes.iter().all(Result::is_ok));
         most.load(Ordering::SeqCst)
     }
 
@@ -251,5 +315,61 @@ mod tests {
         assert_eq!(most_at_once(5, 1), 1);
         assert!(most_at_once(5, 2) <= 2);
         assert!(most_at_once(1, 2) == 1);
+    }
+
+    /// Passes each member makes until the members' stop flag is raised (at most 1,000).
+    fn passes_until_halted(member: usize, shared: &SharedPasses<'_, f64>, fails: bool) -> usize {
+        let x = vec![1.0; shared.m];
+        let mut passes = 0;
+        while !shared.halt_flag().load(Ordering::Relaxed) && passes < 1000 {
+            assert!(!(fails && member == 1 && passes == 2), "member 1 fails");
+            assert_eq!(
+                shared.multiply(member, &[&x])[0],
+                vec![shared.m as f64; shared.m]
+            );
+            passes += 1;
+        }
+        passes
+    }
+
+    #[test]
+    fn a_member_that_panics_leaves_and_asks_the_others_to_stop() {
+        let kernel = vec![1.0f64; 16 * 16];
+        let outcomes = run_members((&kernel, 16), 2, 3, (true, false), |member, shared| {
+            passes_until_halted(member, shared, true)
+        });
+        assert!(outcomes[1].is_err(), "member 1 panicked");
+        for member in [0, 2] {
+            let passes = *outcomes[member].as_ref().unwrap();
+            assert!(
+                (2..1000).contains(&passes),
+                "member {member} stopped after {passes}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_raised_stop_reaches_the_members() {
+        let kernel = vec![1.0f64; 8 * 8];
+        let outcomes = run_members((&kernel, 8), 1, 2, (true, true), |member, shared| {
+            passes_until_halted(member, shared, false)
+        });
+        for outcome in outcomes {
+            let passes = outcome.unwrap();
+            assert!(passes <= 1, "the stop was handed on after {passes} passes");
+        }
+    }
+
+    #[test]
+    fn members_waiting_for_an_abandoned_pass_panic_rather_than_hang() {
+        let kernel = vec![1.0f64; 8 * 8];
+        let x = vec![1.0; 8];
+        let outcomes = run_members((&kernel, 8), 1, 2, (false, false), |member, shared| {
+            shared.multiply(member, &[&x])
+        });
+        assert!(
+            outcomes.iter().all(Result::is_err),
+            "a member returned without a pass"
+        );
     }
 }

@@ -488,21 +488,34 @@ def test_core_greedy_select_many_bad_input(selection_input):
         _core.greedy_select_many(K, positive, 3)
     with pytest.raises(TypeError, match=r"^positives: must be a 2-D boolean"):
         _core.greedy_select_many(K, positives.astype(np.int64), 3)
-    with pytest.raises(ValueError, match=r"^y: has 10 labels but the kernel has 20 rows"):
+    with pytest.raises(ValueError, match=r"^positives: problem 0: has 10 labels but the kernel has 20 rows"):
         _core.greedy_select_many(K, np.ascontiguousarray(positives[:, :10]), 3)
+    with pytest.raises(ValueError, match=r"^positives: problem 1: needs samples of both classes"):
+        _core.greedy_select_many(K, np.stack([positive, np.ones(20, dtype=bool)]), 3)
     with pytest.raises(ValueError, match=r"^k: must be between 1 and 20"):
         _core.greedy_select_many(K, positives, 21)
     with pytest.raises(ValueError, match=r"^random_orders: needs one row per problem \(3\), got 2"):
         orders = np.tile(np.arange(20, dtype=np.int64), (2, 1))
         _core.greedy_select_many(K, positives, 3, criterion="random", random_orders=orders)
-    with pytest.raises(ValueError, match=r"^random_order: must be a permutation"):
-        orders = np.zeros((3, 20), dtype=np.int64)
+    with pytest.raises(ValueError, match=r"^random_orders: problem 2: must be a permutation"):
+        orders = np.tile(np.arange(20, dtype=np.int64), (3, 1))
+        orders[2, 0] = 1
         _core.greedy_select_many(K, positives, 3, criterion="random", random_orders=orders)
+    with pytest.raises(ValueError, match=r"^random_orders: indices must be non-negative"):
+        orders = -np.ones((3, 20), dtype=np.int64)
+        _core.greedy_select_many(K, positives, 3, criterion="random", random_orders=orders)
+    with pytest.raises(ValueError, match=r"^random_orders: problem 0: is only used by the random criterion"):
+        orders = np.tile(np.arange(20, dtype=np.int64), (3, 1))
+        _core.greedy_select_many(K, positives, 3, random_orders=orders)
     with pytest.raises(ValueError, match=r"^deflation: unknown name"):
         _core.greedy_select_many(K, positives, 3, deflation="qr")
     with pytest.raises(TypeError, match=r"^K: must be a 2-D float32 or float64"):
         _core.greedy_select_many(K.astype(np.int64), positives, 3)
     assert _core.greedy_select_many(K, np.zeros((0, 20), dtype=bool), 3) == []
+    # Without given orders, each problem of the random criterion draws its own.
+    same = np.stack([positive, positive])
+    first, second = _core.greedy_select_many(K, same, 10, criterion="random", seed=3)
+    assert not np.array_equal(first[0], second[0])
 
 
 def test_core_kernel_matrix_bad_input(data):

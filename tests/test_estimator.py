@@ -177,6 +177,22 @@ def test_multiclass_selections_do_not_depend_on_threads_or_class_count(blobs):
         assert model.score(X, y) > 0.9
 
 
+def test_multiclass_fits_with_shared_passes_match_each_selection_alone():
+    # 1,300 samples: a 12.9 MiB kernel, from which the one-vs-rest selections share passes.
+    X, y = make_blobs(n_samples=1300, centers=3, n_features=4, cluster_std=2.5, random_state=3)
+    for deflation in ("schur", "hotelling"):
+        one = GreedyKFDA(k=10, deflation=deflation, n_jobs=1).fit(X, y)
+        two = GreedyKFDA(k=10, deflation=deflation, n_jobs=2).fit(X, y)
+        by_class = np.argsort(y, kind="stable")  # the fit's kernel order
+        K = _core.kernel_matrix(X[by_class], gamma=one._gamma)
+        for c in range(3):
+            assert_array_equal(one.support_[c], two.support_[c])
+            ((alone, _, _),) = _core.greedy_select_many(K, (y[by_class] == c)[None, :], 10, deflation=deflation)
+            assert_array_equal(by_class[alone], one.support_[c])
+        assert_array_equal(one.decision_function(X), two.decision_function(X))
+        assert one.score(X, y) > 0.8
+
+
 def test_iris_string_labels():
     X, y = load_iris(return_X_y=True)
     species = np.array(["setosa", "versicolor", "virginica"])
