@@ -202,3 +202,14 @@ def test_shared_selections_do_not_depend_on_their_company_or_threads():
         (alone,) = _core.greedy_select_many(K, positives[c : c + 1], 30, n_threads=1)
         np.testing.assert_array_equal(alone[0], together[c][0])
         assert alone[1:] == together[c][1:]
+
+
+@pytest.mark.parametrize("deflation", ["schur", "hotelling", "ortho-projection"])
+def test_shared_float32_selections_equal_reference(deflation):
+    # A float32 kernel of 13.8 MiB (m = 1,900) shares its passes too.
+    K, label = one_vs_rest_problem(9, m=1900, classes=3)
+    positives = np.stack([label == c for c in range(3)])
+    selections = _core.greedy_select_many(K.astype(np.float32), positives, 12, deflation=deflation)
+    for c, (indices, _, _) in enumerate(selections):
+        y = np.where(label == c, 1, -1)
+        np.testing.assert_array_equal(indices, reference.select(K, y, 12, "optimal", deflation, 1))
