@@ -1316,8 +1316,9 @@ fn select_many_sharing_from<F: Real>(
     let Some((_, first)) = problems.first() else {
         return Ok(Vec::new());
     };
+    let mut data: &[F] = &[];
     for (c, (positive, params)) in problems.iter().enumerate() {
-        checked_kernel(&kernel, positive, params).map_err(|error| error.in_problem(c))?;
+        data = checked_kernel(&kernel, positive, params).map_err(|error| error.in_problem(c))?;
         if params.n_threads != first.n_threads {
             return Err(Error::invalid(
                 "n_jobs",
@@ -1325,19 +1326,18 @@ fn select_many_sharing_from<F: Real>(
             ));
         }
     }
-    let bytes = kernel.len().saturating_mul(std::mem::size_of::<F>());
+    let m = kernel.nrows();
+    let bytes = data.len().saturating_mul(std::mem::size_of::<F>());
     let sharing = |params: &GreedyParams| shares_passes(params) && bytes >= shared_from_bytes;
     let mut selections: Vec<Option<Selection>> = vec![None; problems.len()];
     for (c, (positive, params)) in problems.iter().enumerate() {
         if !sharing(params) {
-            selections[c] = Some(select_with_stop(kernel, positive, params, stop)?);
+            selections[c] = Some(select_alone(data, m, positive, params, stop)?);
         }
     }
     let shared: Vec<usize> = (0..problems.len())
         .filter(|&c| sharing(&problems[c].1))
         .collect();
-    let data = checked_kernel(&kernel, problems[0].0, first)?;
-    let m = kernel.nrows();
     // Side by side, the selections hold their terms at once, `2·m·k` values each (`3·m·k`
     // with the ortho forms' directions), where one after the other they take turns: a
     // group's terms take at most as much memory as the kernel (and 12 selections at most).

@@ -300,7 +300,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         ``by_class[i]``): ``(support, stopped_early, kernel_passes)`` per target.
 
         The one-vs-rest problems of a multiclass fit go to the core together, which runs
-        those of the schur family side by side, sharing each pass over ``K``.
+        those whose passes are bound by memory side by side, sharing each pass over ``K``.
         """
         orders = None
         if self.criterion == "random":
