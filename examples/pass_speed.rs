@@ -4,7 +4,7 @@
 //! kernel; the throughput printed counts the bytes of the whole kernel. The first line is
 //! the yardstick: a plain read of the kernel on the same threads (a sum, no products).
 
-use gkfda::passes::{multiply, multiply_groups, ColumnGroup, Workspace};
+use gkfda::passes::{multiply, multiply_groups, multiply_groups_full_rows, ColumnGroup, Workspace};
 use rayon::prelude::*;
 use std::time::Instant;
 
@@ -96,6 +96,43 @@ fn main() {
             2 * s,
             gigabytes / ms * 1e3,
             ms / read_ms
+        );
+    }
+    // Wide passes: the upper triangle by the wide symmetric tiles (where the CPU has
+    // AVX-512) against whole rows by the packed tiles, in turns, split by class.
+    for s in [3, 4, 6, 8, 10, 12, 16, 20] {
+        let rhs: Vec<&[f64]> = vectors[..s].iter().map(Vec::as_slice).collect();
+        let (mut triangle, mut full) = (Vec::new(), Vec::new());
+        for _ in 0..7 {
+            triangle.push(median_ms(|| {
+                std::hint::black_box(multiply_groups(
+                    &pool,
+                    &kernel,
+                    m,
+                    &rhs,
+                    &groups,
+                    &mut workspace,
+                ));
+            }));
+            full.push(median_ms(|| {
+                std::hint::black_box(multiply_groups_full_rows(
+                    &pool,
+                    &kernel,
+                    m,
+                    &rhs,
+                    &groups,
+                    &mut workspace,
+                ));
+            }));
+        }
+        let median = |times: &mut Vec<f64>| {
+            times.sort_by(f64::total_cmp);
+            times[times.len() / 2]
+        };
+        let (triangle, full) = (median(&mut triangle), median(&mut full));
+        println!(
+            "{s:>2} vectors split by class: multiply_groups {triangle:.2} ms, full rows {full:.2} ms: {:.2}x",
+            full / triangle
         );
     }
 }

@@ -497,13 +497,15 @@ impl<'a, F: Real> Engine<'a, F> {
     /// `K_0 x` at the picks' rows, in order, no `K_0 D x`, and the stage-start products,
     /// from the picks' rows of `K_0` and the terms alone, not a pass. Each value is the
     /// one the pass would give, bit for bit (the same packed tiles, which need three or
-    /// more directions, and the classes contiguous); `None` otherwise.
+    /// more directions, a pass reading full rows and the classes contiguous); `None`
+    /// otherwise (a pass reading the upper triangle sums each row in another order).
     fn stage_products_at_picks(
         &mut self,
         picks: &[usize],
         xs: &[&[F]],
     ) -> Option<StageProducts<F>> {
-        let groups = self.class_groups.as_ref().filter(|_| xs.len() >= 3)?;
+        let full_rows = xs.len() >= 3 && !passes::reads_triangle(self.m, xs.len());
+        let groups = self.class_groups.as_ref().filter(|_| full_rows)?;
         let (by_class_picks, by_class_basis) = passes::multiply_groups_at_rows(
             &self.pool,
             self.kernel,
@@ -1844,9 +1846,14 @@ mod tests {
         assert_eq!(count(&mixed, Deflation::OrthoSchur, 10), 1 + 2 * 11 - 1);
         assert_eq!(count(&mixed, Deflation::None, 1), 1);
         // With the classes contiguous, the projection family's last stage of three or more
-        // picks reads only its picks' rows.
+        // picks reads only its picks' rows, where its pass would read full rows (a stage
+        // of 5 reads the upper triangle on AVX-512: there the last stage takes its pass).
         let sorted = class_sorted_problem(150, 3, 7);
-        assert_eq!(count(&sorted, Deflation::Projection, 5), 1 + 4 - 1);
+        let last_stage_read = usize::from(passes::reads_triangle(150, 5));
+        assert_eq!(
+            count(&sorted, Deflation::Projection, 5),
+            1 + 4 - 1 + last_stage_read
+        );
         assert_eq!(count(&sorted, Deflation::OrthoProjection, 10), 1 + 2 - 1);
         assert_eq!(count(&sorted, Deflation::Projection, 2), 1 + 10);
         assert_eq!(count(&sorted, Deflation::Hotelling, 5), 1 + 4);

@@ -7,8 +7,9 @@
 //! of `K`, which is the cost floor of the greedy loop (DESIGN §4). A BLAS `dsymv`, which
 //! also reads one triangle, would neither fix the order of the sums nor split by class.
 //! Passes with one or two right-hand sides read only the upper triangle of the symmetric
-//! `K` (`symmetric_products`); wider ones, bound by arithmetic, read whole rows, each row
-//! once for up to 12 (`f64`) or 24 (`f32`) right-hand sides (`products_packed`).
+//! `K` (`symmetric_products`), and so do those with 3 to 6 on a CPU with AVX-512; wider
+//! ones, bound by arithmetic, read whole rows, each row once for up to 12 (`f64`) or 24
+//! (`f32`) right-hand sides (`products_packed`).
 
 use crate::real::Real;
 use rayon::prelude::*;
@@ -103,11 +104,30 @@ pub trait Dots: Sized {
         stride: usize,
         buffers: [&mut [Self]; R],
     );
+    /// Lanes of the wide symmetric tile: one AVX-512 register of `Self`.
+    const WIDE_WIDTH: usize;
+    /// The tile of a wide symmetric pass (3 to 6 right-hand sides), lanes along
+    /// the columns: `sums[o·stride + j] += rows[o][range]·rhs[j][range]` (a dot product
+    /// over [`Dots::WIDE_WIDTH`] lanes, reduced pairwise) and, from the same load of each
+    /// kernel element, `buffers[j][l − range.start] += Σ_o coefficients[o][j] · rows[o][l]`
+    /// (one fused multiply-add per row, in the order of `o`). Every lane is used whatever
+    /// the number of right-hand sides, where lanes along them leave some idle. The range's
+    /// last columns, short of a whole register, take the lanes they fill.
+    #[allow(clippy::too_many_arguments)]
+    fn symmetric_wide_tile<const ROWS: usize, const N: usize>(
+        rows: [&[Self]; ROWS],
+        rhs: [&[Self]; N],
+        coefficients: [[Self; N]; ROWS],
+        range: std::ops::Range<usize>,
+        sums: &mut [Self],
+        stride: usize,
+        buffers: [&mut [Self]; N],
+    );
 }
 
 /// The `f64` and `f32` impls differ only in the type, its SIMD width and the kernels' names.
 macro_rules! impl_dots {
-    ($t:ty, $width:literal, $dots:ident, $row_statistics:ident, $tile:ident, $packed_tile:ident, $packed_tile_4x3:ident, $subtract_terms:ident, $combine_tile:ident, $symmetric_tile:ident) => {
+    ($t:ty, $width:literal, $wide_width:literal, $dots:ident, $row_statistics:ident, $tile:ident, $packed_tile:ident, $packed_tile_4x3:ident, $subtract_terms:ident, $combine_tile:ident, $symmetric_tile:ident, $symmetric_wide_tile:ident) => {
         impl Dots for $t {
             #[inline]
             fn dots<const R: usize>(row: &[$t], rhs: [&[$t]; R]) -> [$t; R] {
@@ -236,6 +256,44 @@ macro_rules! impl_dots {
                 }
                 portable_symmetric_tile(rows, rhs, coefficients, range, acc, stride, buffers)
             }
+
+            const WIDE_WIDTH: usize = $wide_width;
+
+            #[inline]
+            fn symmetric_wide_tile<const ROWS: usize, const N: usize>(
+                rows: [&[$t]; ROWS],
+                rhs: [&[$t]; N],
+                coefficients: [[$t; N]; ROWS],
+                range: std::ops::Range<usize>,
+                sums: &mut [$t],
+                stride: usize,
+                buffers: [&mut [$t]; N],
+            ) {
+                #[cfg(target_arch = "x86_64")]
+                if has_avx512() {
+                    // SAFETY: AVX-512F is available (checked just above).
+                    return unsafe {
+                        simd512::$symmetric_wide_tile(
+                            rows,
+                            rhs,
+                            coefficients,
+                            range,
+                            sums,
+                            stride,
+                            buffers,
+                        )
+                    };
+                }
+                portable_symmetric_wide_tile::<$t, ROWS, N, $wide_width>(
+                    rows,
+                    rhs,
+                    coefficients,
+                    range,
+                    sums,
+                    stride,
+                    buffers,
+                )
+            }
         }
     };
 }
@@ -243,6 +301,7 @@ macro_rules! impl_dots {
 impl_dots!(
     f64,
     4,
+    8,
     dots_f64,
     row_statistics_f64,
     tile_f64,
@@ -250,11 +309,13 @@ impl_dots!(
     packed_tile_4x3_f64,
     subtract_terms_f64,
     combine_tile_f64,
-    symmetric_tile_f64
+    symmetric_tile_f64,
+    symmetric_wide_tile_f64
 );
 impl_dots!(
     f32,
     8,
+    16,
     dots_f32,
     row_statistics_f32,
     tile_f32,
@@ -262,13 +323,26 @@ impl_dots!(
     packed_tile_4x3_f32,
     subtract_terms_f32,
     combine_tile_f32,
-    symmetric_tile_f32
+    symmetric_tile_f32,
+    symmetric_wide_tile_f32
 );
 
 #[cfg(target_arch = "x86_64")]
 pub(crate) fn has_fma() -> bool {
     // `is_x86_feature_detected!` caches its answer: a relaxed atomic load.
     is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+}
+
+/// Whether the wide symmetric tiles run on AVX-512 (else on their portable twin, which
+/// gives the same sums bit for bit but is too slow to pay: wide passes then read full rows).
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn has_avx512() -> bool {
+    is_x86_feature_detected!("avx512f") && has_fma()
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub(crate) fn has_avx512() -> bool {
+    false
 }
 
 fn reduce_lanes<F: Real, const N: usize>(mut lanes: [F; N]) -> F {
@@ -349,6 +423,36 @@ fn portable_symmetric_tile<F: Real, const ROWS: usize, const R: usize, const W: 
             for (row, c) in rows.iter().zip(&coefficients) {
                 *value = row[l].mul_add(c[j], *value);
             }
+        }
+    }
+}
+
+/// The tile of [`Dots::symmetric_wide_tile`] with `W` lanes per output: the AVX-512
+/// tile's sums, bit for bit.
+fn portable_symmetric_wide_tile<F: Real, const ROWS: usize, const N: usize, const W: usize>(
+    rows: [&[F]; ROWS],
+    rhs: [&[F]; N],
+    coefficients: [[F; N]; ROWS],
+    range: std::ops::Range<usize>,
+    sums: &mut [F],
+    stride: usize,
+    mut buffers: [&mut [F]; N],
+) {
+    let mut lanes = [[[F::zero(); W]; N]; ROWS];
+    for chunk in range.clone().step_by(W) {
+        for (j, buffer) in buffers.iter_mut().enumerate() {
+            for (lane, l) in (chunk..range.end.min(chunk + W)).enumerate() {
+                let value = &mut buffer[l - range.start];
+                for (o, row) in rows.iter().enumerate() {
+                    lanes[o][j][lane] = row[l].mul_add(rhs[j][l], lanes[o][j][lane]);
+                    *value = row[l].mul_add(coefficients[o][j], *value);
+                }
+            }
+        }
+    }
+    for (o, by_rhs) in lanes.into_iter().enumerate() {
+        for (j, lanes) in by_rhs.into_iter().enumerate() {
+            sums[o * stride + j] += reduce_lanes(lanes);
         }
     }
 }
@@ -1069,6 +1173,111 @@ mod simd {
     }
 }
 
+/// The wide symmetric tile on AVX-512 (32 registers of 8 `f64` or 16 `f32`): 4 rows × up to
+/// 6 right-hand sides of dot-product lanes stay in 24 registers while the rows stream.
+#[cfg(target_arch = "x86_64")]
+mod simd512 {
+    use super::reduce_lanes;
+    use std::arch::x86_64::*;
+
+    /// Elements ahead of the tile's columns that each row is prefetched (2 KiB in `f64`).
+    const WIDE_PREFETCH: usize = 256;
+
+    macro_rules! symmetric_wide_tile {
+        ($name:ident, $t:ty, $w:literal, $mask:ty, $load:ident, $maskz_load:ident, $store:ident, $mask_store:ident, $fmadd:ident, $set1:ident, $zero:ident) => {
+            /// [`super::Dots::symmetric_wide_tile`]: per `$w` columns, each row's vector
+            /// loaded once feeds `N` FMAs of its dot products and `N` of the transposed
+            /// update, whose buffer is loaded and stored once per `ROWS` of them. The last
+            /// columns go by masked loads and stores, so no column is left to scalar code.
+            #[allow(clippy::too_many_arguments)]
+            #[target_feature(enable = "avx512f")]
+            pub(super) unsafe fn $name<const ROWS: usize, const N: usize>(
+                rows: [&[$t]; ROWS],
+                rhs: [&[$t]; N],
+                coefficients: [[$t; N]; ROWS],
+                range: std::ops::Range<usize>,
+                sums: &mut [$t],
+                stride: usize,
+                buffers: [&mut [$t]; N],
+            ) {
+                assert!(rows.iter().all(|row| row.len() >= range.end));
+                assert!(rhs.iter().all(|x| x.len() >= range.end));
+                assert!(buffers.iter().all(|b| b.len() >= range.len()));
+                assert!(sums.len() >= (ROWS - 1) * stride + N);
+                let mut registers = [[$zero(); N]; ROWS];
+                let mut l = range.start;
+                while l < range.end {
+                    // Every lane but past the range's end (masked loads and stores cost
+                    // what plain ones do).
+                    let mask = if l + $w <= range.end {
+                        !0
+                    } else {
+                        ((1u32 << (range.end - l)) - 1) as $mask
+                    };
+                    // The coefficients are broadcast from memory at each use: hoisted out
+                    // of the loop, their registers pushed the accumulators onto the stack.
+                    let coefficients = std::hint::black_box(&coefficients);
+                    // SAFETY: the lanes of `mask` lie within range, so within every row
+                    // and rhs, and within every buffer (from range.start).
+                    unsafe {
+                        for row in &rows {
+                            let ahead = row.as_ptr().wrapping_add(l + WIDE_PREFETCH);
+                            _mm_prefetch::<_MM_HINT_T0>(ahead as *const i8);
+                        }
+                        let k: [_; ROWS] =
+                            std::array::from_fn(|o| $maskz_load(mask, rows[o].as_ptr().add(l)));
+                        for j in 0..N {
+                            let x = $maskz_load(mask, rhs[j].as_ptr().add(l));
+                            let target = buffers[j].as_ptr().add(l - range.start) as *mut $t;
+                            let mut value = $maskz_load(mask, target);
+                            for o in 0..ROWS {
+                                registers[o][j] = $fmadd(k[o], x, registers[o][j]);
+                                value = $fmadd(k[o], $set1(coefficients[o][j]), value);
+                            }
+                            $mask_store(target, mask, value);
+                        }
+                    }
+                    l += $w;
+                }
+                for (o, by_rhs) in registers.iter().enumerate() {
+                    for (j, &register) in by_rhs.iter().enumerate() {
+                        let mut lanes = [0.0 as $t; $w];
+                        // SAFETY: one SIMD vector into its lanes.
+                        unsafe { $store(lanes.as_mut_ptr(), register) };
+                        sums[o * stride + j] += reduce_lanes(lanes);
+                    }
+                }
+            }
+        };
+    }
+    symmetric_wide_tile!(
+        symmetric_wide_tile_f64,
+        f64,
+        8,
+        __mmask8,
+        _mm512_loadu_pd,
+        _mm512_maskz_loadu_pd,
+        _mm512_storeu_pd,
+        _mm512_mask_storeu_pd,
+        _mm512_fmadd_pd,
+        _mm512_set1_pd,
+        _mm512_setzero_pd
+    );
+    symmetric_wide_tile!(
+        symmetric_wide_tile_f32,
+        f32,
+        16,
+        __mmask16,
+        _mm512_loadu_ps,
+        _mm512_maskz_loadu_ps,
+        _mm512_storeu_ps,
+        _mm512_mask_storeu_ps,
+        _mm512_fmadd_ps,
+        _mm512_set1_ps,
+        _mm512_setzero_ps
+    );
+}
+
 /// Rows of `K` per register tile: each right-hand-side element loaded feeds this many FMAs.
 /// Rows of `K` per parallel task: large enough to amortise scheduling, small enough to
 /// balance two threads on a shared machine.
@@ -1215,7 +1424,10 @@ pub fn multiply_in_order<F: Real>(
 /// Every output is summed in one order whatever the number of threads or the tile shapes.
 ///
 /// `K` must be symmetric: passes with one or two right-hand sides, bound by the speed of
-/// memory, read only its upper triangle (`symmetric_products`).
+/// memory, read only its upper triangle (`symmetric_products`), and so do passes with 3
+/// to 6 on a CPU with AVX-512 (every column in a group): their tiles of 4 rows × up to 6
+/// right-hand sides, lanes along the columns, fill every lane, and the pass reads half
+/// the bytes (1.2–1.45× faster than full rows at m = 4,000 in `examples/pass_speed.rs`).
 pub fn multiply_groups<F: Real>(
     pool: &rayon::ThreadPool,
     kernel: &[F],
@@ -1237,6 +1449,23 @@ pub fn multiply_groups<F: Real>(
         groups,
         workspace,
     )
+}
+
+/// [`multiply_groups`] reading whole rows of `K` whatever the number of right-hand sides:
+/// what a wide pass does on a machine without AVX-512 (and the yardstick of the wide
+/// symmetric pass in `examples/pass_speed.rs`).
+pub fn multiply_groups_full_rows<F: Real>(
+    pool: &rayon::ThreadPool,
+    kernel: &[F],
+    m: usize,
+    rhs: &[&[F]],
+    groups: &[ColumnGroup],
+    workspace: &mut Workspace<F>,
+) -> Vec<Vec<Vec<F>>> {
+    debug_assert!(rhs.iter().all(|x| x.len() == m));
+    debug_assert_eq!(kernel.len(), m * m);
+    let row = |i: usize| &kernel[i * m..(i + 1) * m];
+    products(pool, m, row, rhs, groups, workspace)
 }
 
 /// Products split by column group and right-hand side: `out[g][j][i]`.
@@ -1300,8 +1529,9 @@ fn products_and_extra_rows<'a, F: Real>(
 /// The rows `picks` of [`multiply_groups_with_rows`]'s products and all its extra rows, from
 /// those rows alone (`picks.len() + rows.len()` rows read, not `m`): `(out[g][j][s],
 /// row_out[g][j][t])` for `K[picks[s], :]`. For three or more right-hand sides, each
-/// output is the one that call gives, bit for bit: a row's sums do not depend on the
-/// rows it shares a tile with.
+/// output is the one a pass reading full rows gives ([`multiply_groups_full_rows`], and
+/// that call where it reads full rows: see [`reads_triangle`]), bit for bit: a row's sums
+/// do not depend on the rows it shares a tile with.
 #[allow(clippy::too_many_arguments)]
 pub fn multiply_groups_at_rows<F: Real>(
     pool: &rayon::ThreadPool,
@@ -1319,10 +1549,18 @@ pub fn multiply_groups_at_rows<F: Real>(
 }
 
 /// Whether a pass over an `m×m` kernel with `r` right-hand sides reads only its upper
-/// triangle: narrow passes, bound by memory, of kernels large enough to pay for the bands.
-fn reads_triangle(m: usize, r: usize) -> bool {
-    r <= 2 && m >= SYMMETRIC_MIN_ORDER
+/// triangle: narrow passes, bound by memory, of kernels large enough to pay for the bands;
+/// and wide ones (a stage's) where AVX-512 gives the wide symmetric tile its 32 registers.
+pub(crate) fn reads_triangle(m: usize, r: usize) -> bool {
+    m >= SYMMETRIC_MIN_ORDER && (r <= 2 || (r <= WIDE_SYMMETRIC_MAX && has_avx512()))
 }
+
+/// Widest pass that reads only the upper triangle: a tile of 4 rows × 6 right-hand sides
+/// keeps its dot products in 24 of AVX-512's 32 registers. Wider passes read full rows:
+/// measured at m = 4,000 (`examples/pass_speed.rs`), wide symmetric passes by blocks of
+/// 5–6 right-hand sides, or with tiles of 2 rows × up to 12, ran at 0.6–0.95× the speed
+/// of full rows, where 3–6 right-hand sides in one block run 1.2–1.45× faster.
+const WIDE_SYMMETRIC_MAX: usize = 6;
 
 /// Smallest kernel whose narrow passes read only the upper triangle.
 const SYMMETRIC_MIN_ORDER: usize = 64;
@@ -1353,9 +1591,11 @@ fn band_starts(m: usize, bands: usize) -> Vec<usize> {
 /// band), both from one load of the element ([`Dots::symmetric_tile`]). The
 /// same multiply-adds as a full pass from half the bytes: for the one or two right-hand
 /// sides of a stage-1 pick, whose pass is bound by memory, ~1.5× faster at m = 4,000.
-/// Wide passes (a stage's) stay with full rows: there the transposed update, a load and
-/// a store of the buffer per multiply-add of a right-hand side, makes a pass ~2× slower
-/// than the register tiles of a full pass, which are bound by arithmetic, not memory.
+/// With 3 to 6 right-hand sides on AVX-512 the wide tiles ([`Dots::symmetric_wide_tile`])
+/// take the same two halves, lanes along the columns; wider passes (a stage of 10) stay
+/// with full rows, where the transposed update's loads and stores of the buffers, once
+/// per 4 rows and right-hand side, made the triangle slower than the register tiles of
+/// a full pass.
 ///
 /// Output `i` sums, in this order: its row's lanes, the row's leftover columns and its
 /// diagonal block, then the buffers of the bands at or before it, in band order. The bands
@@ -1380,6 +1620,12 @@ fn symmetric_products<F: Real>(
         for l in columns.chain(group.rest.iter().copied()) {
             group_of[l] = Some(g);
         }
+    }
+    let wide = r > 2;
+    if wide && group_of.iter().any(Option::is_none) {
+        // The wide tile updates both halves: a column or row in no group takes full rows.
+        let row = |i: usize| &kernel[i * m..(i + 1) * m];
+        return products(pool, m, row, rhs, groups, workspace);
     }
     // Maximal runs of columns in one group: the dot products go run by run.
     let mut segments: Vec<(std::ops::Range<usize>, Option<usize>)> = Vec::new();
@@ -1411,13 +1657,17 @@ fn symmetric_products<F: Real>(
             group_of: &group_of,
             segments: &segments,
             width,
+            wide,
             first_row: rows.start,
             lanes: &mut buffers.lanes,
             scalars: &mut buffers.scalars,
             buffer: &mut buffers.buffer,
         };
         #[cfg(target_arch = "x86_64")]
-        if has_fma() {
+        if wide && has_avx512() {
+            // SAFETY: AVX-512F, AVX2 and FMA are available (checked just above).
+            unsafe { band.all_tiles_avx512(rows.clone()) };
+        } else if has_fma() {
             // SAFETY: AVX2 and FMA are available (checked just above).
             unsafe { band.all_tiles_fma(rows.clone()) };
         } else {
@@ -1441,19 +1691,33 @@ fn symmetric_products<F: Real>(
             .map(band)
             .collect()
     });
-    let mut out = vec![vec![vec![F::zero(); m]; r]; groups.len()];
-    for (rows, own) in band_rows.iter().zip(&by_band) {
-        for (i, values) in rows.clone().zip(own.chunks_exact(width)) {
-            for (w, &value) in values.iter().enumerate() {
-                out[w / r][w % r][i] = value;
-            }
-        }
-    }
-    for (rows, buffers) in band_rows.iter().zip(&workspace.bands) {
-        for (w, added) in buffers.buffer.chunks_exact(m - rows.start).enumerate() {
-            let target = &mut out[w / r][w % r][rows.start..];
-            target.iter_mut().zip(added).for_each(|(t, &b)| *t += b);
-        }
+    // Each output on its own thread (a wide pass's bands hold ~20 outputs of up to `m`
+    // values each), summed in band order whatever the thread count.
+    let bands_done = &workspace.bands[..band_rows.len()];
+    let mut outputs: Vec<Vec<F>> = pool.install(|| {
+        (0..width)
+            .into_par_iter()
+            .map(|w| {
+                let mut output = vec![F::zero(); m];
+                for (rows, own) in band_rows.iter().zip(&by_band) {
+                    for (i, values) in rows.clone().zip(own.chunks_exact(width)) {
+                        output[i] = values[w];
+                    }
+                }
+                for (rows, buffers) in band_rows.iter().zip(bands_done) {
+                    let len = m - rows.start;
+                    let added = &buffers.buffer[w * len..(w + 1) * len];
+                    let target = &mut output[rows.start..];
+                    target.iter_mut().zip(added).for_each(|(t, &b)| *t += b);
+                }
+                output
+            })
+            .collect()
+    });
+    let mut out = Vec::with_capacity(groups.len());
+    for _ in 0..groups.len() {
+        let rest = outputs.split_off(r);
+        out.push(std::mem::replace(&mut outputs, rest));
     }
     out
 }
@@ -1466,6 +1730,8 @@ struct SymmetricBand<'a, F: Real> {
     group_of: &'a [Option<usize>],
     segments: &'a [(std::ops::Range<usize>, Option<usize>)],
     width: usize,
+    /// Three or more right-hand sides: the wide tiles ([`Dots::symmetric_wide_tile`]).
+    wide: bool,
     first_row: usize,
     /// Per row of the band and output: the lanes of the dot product right of the row's
     /// tile, and the scalar sum of its leftover columns and of its tile's block.
@@ -1481,7 +1747,12 @@ impl<F: Real> SymmetricBand<'_, F> {
     fn all_tiles(&mut self, rows: std::ops::Range<usize>) {
         // 4 rows × 1 right-hand side or 2 × 2: accumulators, factors, kernel elements,
         // right-hand sides and buffers in 14 of the 16 SIMD registers.
-        let tile_rows = if self.rhs.len() == 1 { 4 } else { 2 };
+        // The wide tile: 4 rows × up to 6 right-hand sides, 24 of AVX-512's 32 registers.
+        let tile_rows = if self.rhs.len() == 1 || self.wide {
+            4
+        } else {
+            2
+        };
         let mut i = rows.start;
         while i < rows.end {
             // The transposed update goes to the buffer of the tile's group: one per tile.
@@ -1509,6 +1780,14 @@ impl<F: Real> SymmetricBand<'_, F> {
         self.all_tiles(rows);
     }
 
+    /// [`SymmetricBand::all_tiles`] of a wide pass, compiled for AVX-512 (its tiles) and
+    /// FMA (the scalar multiply-adds of its diagonal blocks and leftover columns).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    unsafe fn all_tiles_avx512(&mut self, rows: std::ops::Range<usize>) {
+        self.all_tiles(rows);
+    }
+
     /// Rows `i..i + T` (one group): the columns right of their block on the diagonal, run
     /// of column groups by run, then the block.
     #[inline(always)]
@@ -1521,10 +1800,13 @@ impl<F: Real> SymmetricBand<'_, F> {
         for s in first..self.segments.len() {
             let (run, column_group) = self.segments[s].clone();
             let piece = run.start.max(right)..run.end;
-            let body = piece.start..piece.start + piece.len() / F::WIDTH * F::WIDTH;
+            // The wide tiles take a whole piece: their last columns go masked.
+            let step = if self.wide { 1 } else { F::WIDTH };
+            let body = piece.start..piece.start + piece.len() / step * step;
             match r {
                 1 => self.body::<T, 1>(&rows, i, column_group, row_group, body.clone()),
-                _ => self.body::<T, 2>(&rows, i, column_group, row_group, body.clone()),
+                2 => self.body::<T, 2>(&rows, i, column_group, row_group, body.clone()),
+                _ => self.body_wide::<T>(&rows, i, column_group, row_group, body.clone()),
             }
             // The columns left over, one by one.
             for (t, row) in rows.iter().enumerate() {
@@ -1602,6 +1884,62 @@ impl<F: Real> SymmetricBand<'_, F> {
             (None, None) => {}
         }
     }
+}
+
+impl<F: Real> SymmetricBand<'_, F> {
+    /// [`SymmetricBand::body`] for 3 to [`WIDE_SYMMETRIC_MAX`] right-hand sides: the wide
+    /// tiles, lanes along the columns, over the whole piece (its last columns masked).
+    fn body_wide<const T: usize>(
+        &mut self,
+        rows: &[&[F]; T],
+        i: usize,
+        column_group: Option<usize>,
+        row_group: Option<usize>,
+        body: std::ops::Range<usize>,
+    ) {
+        let (Some(g), Some(h)) = (column_group, row_group) else {
+            unreachable!("a wide symmetric pass has every column in a group")
+        };
+        let (r, len, stride) = (self.rhs.len(), self.m - self.first_row, self.width);
+        let columns = body.start - self.first_row..body.end - self.first_row;
+        let rhs = self.rhs;
+        let sums = &mut self.scalars[(i - self.first_row) * stride + g * r..];
+        let buffer = &mut self.buffer[h * r * len..(h + 1) * r * len];
+        match r {
+            3 => wide_block::<F, T, 3>(rows, i, rhs, body, sums, stride, buffer, columns),
+            4 => wide_block::<F, T, 4>(rows, i, rhs, body, sums, stride, buffer, columns),
+            5 => wide_block::<F, T, 5>(rows, i, rhs, body, sums, stride, buffer, columns),
+            6 => wide_block::<F, T, 6>(rows, i, rhs, body, sums, stride, buffer, columns),
+            _ => unreachable!(
+                "wide symmetric passes have 3 to {WIDE_SYMMETRIC_MAX} right-hand sides"
+            ),
+        }
+    }
+}
+
+/// The `N` right-hand sides of [`SymmetricBand::body_wide`]: `buffer` holds the row
+/// group's transposed outputs (`len` values each), `columns` the body's place in them.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn wide_block<F: Real, const T: usize, const N: usize>(
+    rows: &[&[F]; T],
+    i: usize,
+    rhs: &[&[F]],
+    body: std::ops::Range<usize>,
+    sums: &mut [F],
+    stride: usize,
+    buffer: &mut [F],
+    columns: std::ops::Range<usize>,
+) {
+    let len = buffer.len() / N;
+    let rhs: [&[F]; N] = std::array::from_fn(|j| rhs[j]);
+    let coefficients: [[F; N]; T] = std::array::from_fn(|t| std::array::from_fn(|j| rhs[j][i + t]));
+    let mut outputs = buffer.chunks_exact_mut(len);
+    let buffers: [&mut [F]; N] = std::array::from_fn(|_| {
+        let output = outputs.next().expect("N outputs per block");
+        &mut output[columns.clone()]
+    });
+    F::symmetric_wide_tile::<T, N>(*rows, rhs, coefficients, body, sums, stride, buffers);
 }
 
 /// `vectors[r]·x_s` for every vector and right-hand side, by the register tiles of the
@@ -2125,6 +2463,159 @@ mod tests {
         }
     }
 
+    fn check_wide_symmetric_passes<F: Real>(tolerance: f64) {
+        let mut workspace = Workspace::default();
+        for &m in &[601usize, 64, 65, 130, 257] {
+            let kernel: Vec<F> = symmetric_kernel(m).into_iter().map(F::from_f64).collect();
+            let contiguous: Vec<bool> = (0..m).map(|i| i < m / 3 + 1).collect();
+            let interleaved: Vec<bool> = (0..m).map(|i| (i / 9) % 3 == 0 || i < m / 3).collect();
+            let split = |labels: &[bool]| {
+                vec![
+                    ColumnGroup::of_class::<F>(labels, true),
+                    ColumnGroup::of_class::<F>(labels, false),
+                ]
+            };
+            let xs: Vec<Vec<F>> = (0..WIDE_SYMMETRIC_MAX)
+                .map(|j| {
+                    (0..m)
+                        .map(|i| F::from_f64(((i * 3 + 5 * j) % 7) as f64 - 3.0))
+                        .collect()
+                })
+                .collect();
+            // One class alone leaves columns in no group: full rows, the same sums.
+            let one_class = vec![ColumnGroup::of_class::<F>(&contiguous, false)];
+            let all = vec![ColumnGroup::all::<F>(m)];
+            for groups in [all, split(&contiguous), split(&interleaved), one_class] {
+                for r in 3..=WIDE_SYMMETRIC_MAX {
+                    let rhs: Vec<&[F]> = xs[..r].iter().map(Vec::as_slice).collect();
+                    let row = |i: usize| &kernel[i * m..(i + 1) * m];
+                    let full = products(&pool(1), m, row, &rhs, &groups, &mut Workspace::default());
+                    for bands in [1, 3, 16] {
+                        let one = symmetric_products(
+                            &pool(1),
+                            &kernel,
+                            m,
+                            &rhs,
+                            &groups,
+                            bands,
+                            &mut Workspace::default(),
+                        );
+                        let two = symmetric_products(
+                            &pool(2),
+                            &kernel,
+                            m,
+                            &rhs,
+                            &groups,
+                            bands,
+                            &mut workspace,
+                        );
+                        assert_eq!(one, two, "thread count changed the result (m={m}, r={r})");
+                        assert_eq!(one.concat().concat().len(), full.concat().concat().len());
+                        for (a, b) in one
+                            .iter()
+                            .flatten()
+                            .flatten()
+                            .zip(full.iter().flatten().flatten())
+                        {
+                            let (a, b) = (a.as_f64(), b.as_f64());
+                            assert!(
+                                (a - b).abs() <= tolerance * (1.0 + b.abs()),
+                                "{a} vs {b} (m={m}, r={r}, bands={bands})"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn wide_symmetric_passes_match_full_passes_for_any_bands_groups_and_threads() {
+        check_wide_symmetric_passes::<f64>(1e-9);
+        check_wide_symmetric_passes::<f32>(1e-3);
+    }
+
+    fn check_wide_symmetric_tiles<F: Real, const W: usize>() {
+        let n = 3 * W + 5;
+        let value = |seed: usize| F::from_f64(((seed * 7919) % 23) as f64 / 11.0 - 1.0);
+        let rows: Vec<Vec<F>> = (0..4)
+            .map(|o| (0..n).map(|l| value(l + 31 * o)).collect())
+            .collect();
+        let xs: Vec<Vec<F>> = (0..6)
+            .map(|j| (0..n).map(|l| value(3 * l + j)).collect())
+            .collect();
+        let coefficients: [[F; 6]; 4] =
+            std::array::from_fn(|o| std::array::from_fn(|j| value(o * 6 + j + 1)));
+        // Whole registers, a partial last one, a range shorter than one.
+        for range in [2..2 + 2 * W, 1..n, 5..5 + W / 2 + 1, 0..n] {
+            let stride = 9;
+            let run = |simd: bool| {
+                let mut sums = vec![F::from_f64(0.5); 3 * stride + 6];
+                let mut buffers: Vec<Vec<F>> =
+                    (0..6).map(|j| vec![value(j); range.len()]).collect();
+                let rows: [&[F]; 4] = std::array::from_fn(|o| rows[o].as_slice());
+                let rhs: [&[F]; 6] = std::array::from_fn(|j| xs[j].as_slice());
+                let mut outputs = buffers.iter_mut();
+                let targets: [&mut [F]; 6] =
+                    std::array::from_fn(|_| outputs.next().expect("6 buffers").as_mut_slice());
+                if simd {
+                    F::symmetric_wide_tile(
+                        rows,
+                        rhs,
+                        coefficients,
+                        range.clone(),
+                        &mut sums,
+                        stride,
+                        targets,
+                    );
+                } else {
+                    portable_symmetric_wide_tile::<F, 4, 6, W>(
+                        rows,
+                        rhs,
+                        coefficients,
+                        range.clone(),
+                        &mut sums,
+                        stride,
+                        targets,
+                    );
+                }
+                (sums, buffers)
+            };
+            let (simd, portable) = (run(true), run(false));
+            assert_eq!(simd, portable, "range {range:?}");
+            // And the sums are the products they stand for.
+            let (sums, buffers) = simd;
+            for o in 0..4 {
+                for j in 0..6 {
+                    let expected: f64 = 0.5
+                        + range
+                            .clone()
+                            .map(|l| rows[o][l].as_f64() * xs[j][l].as_f64())
+                            .sum::<f64>();
+                    assert!(
+                        (sums[o * stride + j].as_f64() - expected).abs()
+                            < 1e-4 * (1.0 + expected.abs())
+                    );
+                }
+            }
+            for (j, buffer) in buffers.iter().enumerate() {
+                for (at, l) in range.clone().enumerate() {
+                    let expected: f64 = value(j).as_f64()
+                        + (0..4)
+                            .map(|o| rows[o][l].as_f64() * coefficients[o][j].as_f64())
+                            .sum::<f64>();
+                    assert!((buffer[at].as_f64() - expected).abs() < 1e-4 * (1.0 + expected.abs()));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn symmetric_wide_tiles_match_the_portable_tiles_bit_for_bit() {
+        check_wide_symmetric_tiles::<f64, 8>();
+        check_wide_symmetric_tiles::<f32, 16>();
+    }
+
     #[test]
     fn symmetric_f32_passes_match_full_passes() {
         let m = 301;
@@ -2169,7 +2660,8 @@ mod tests {
     }
 
     fn check_wide_passes<F: Real>(widths: &[usize]) {
-        // The two-thread passes share one workspace, largest first: nothing a pass leaves
+        // The packed tiles of passes reading full rows (`multiply_groups` reads the upper
+        // triangle for 3 to 6 right-hand sides on AVX-512). The two-thread passes share one workspace, largest first: nothing a pass leaves
         // in its buffers may reach the next.
         let mut workspace = Workspace::default();
         for &m in &[130usize, 1, 5, 37] {
@@ -2193,7 +2685,7 @@ mod tests {
             for groups in &group_sets {
                 for &r in widths {
                     let rhs: Vec<&[F]> = xs[..r].iter().map(Vec::as_slice).collect();
-                    let one = multiply_groups(
+                    let one = multiply_groups_full_rows(
                         &pool(1),
                         &kernel,
                         m,
@@ -2201,7 +2693,14 @@ mod tests {
                         groups,
                         &mut Workspace::default(),
                     );
-                    let two = multiply_groups(&pool(2), &kernel, m, &rhs, groups, &mut workspace);
+                    let two = multiply_groups_full_rows(
+                        &pool(2),
+                        &kernel,
+                        m,
+                        &rhs,
+                        groups,
+                        &mut workspace,
+                    );
                     assert_eq!(one, two, "thread count changed the result");
                     for (g, group) in groups.iter().enumerate() {
                         let in_group = |l: usize| group.whole.iter().any(|run| run.contains(&l));
@@ -2273,15 +2772,11 @@ mod tests {
         for &r in widths {
             let rhs: Vec<&[F]> = xs[..r].iter().map(Vec::as_slice).collect();
             let mut workspace = Workspace::default();
-            let (whole, whole_extra) = multiply_groups_with_rows(
-                &pool(2),
-                &kernel,
-                m,
-                &extra,
-                &rhs,
-                &groups,
-                &mut workspace,
-            );
+            // The pass reading full rows, as `multiply_groups_with_rows` does for any width
+            // without AVX-512 and beyond the wide symmetric passes' widths with it.
+            let row = |i: usize| &kernel[i * m..(i + 1) * m];
+            let (whole, whole_extra) =
+                products_and_extra_rows(&pool(2), m, row, &extra, &rhs, &groups, &mut workspace);
             let (at_picks, at_extra) = multiply_groups_at_rows(
                 &pool(2),
                 &kernel,
