@@ -3,8 +3,12 @@
 //! Passes with one or two right-hand sides read only the upper triangle of the symmetric
 //! kernel; the throughput printed counts the bytes of the whole kernel. The first line is
 //! the yardstick: a plain read of the kernel on the same threads (a sum, no products).
+//! The last lines time wide passes split by class, in `f64` and `f32`, against the same
+//! passes reading full rows (`passes::multiply_groups_full_rows`), in turns: on a CPU with
+//! AVX-512, 3 to 6 vectors read only the upper triangle.
 
 use gkfda::passes::{multiply, multiply_groups, multiply_groups_full_rows, ColumnGroup, Workspace};
+use gkfda::Real;
 use rayon::prelude::*;
 use std::time::Instant;
 
@@ -98,16 +102,38 @@ fn main() {
             ms / read_ms
         );
     }
-    // Wide passes: the upper triangle by the wide symmetric tiles (where the CPU has
-    // AVX-512) against whole rows by the packed tiles, in turns, split by class.
-    for s in [3, 4, 6, 8, 10, 12, 16, 20] {
-        let rhs: Vec<&[f64]> = vectors[..s].iter().map(Vec::as_slice).collect();
+    wide_passes::<f64>(&pool, &kernel, m, &vectors, &labels);
+    let kernel32: Vec<f32> = kernel.iter().map(|&v| v as f32).collect();
+    let vectors32: Vec<Vec<f32>> = vectors
+        .iter()
+        .map(|x| x.iter().map(|&v| v as f32).collect())
+        .collect();
+    wide_passes::<f32>(&pool, &kernel32, m, &vectors32, &labels);
+}
+
+/// Wide passes split by class: the upper triangle by the wide symmetric tiles (where the
+/// CPU has AVX-512, for 3 to 6 vectors; full rows otherwise) against whole rows by the
+/// packed tiles, in turns (7 rounds of medians of 21).
+fn wide_passes<F: Real>(
+    pool: &rayon::ThreadPool,
+    kernel: &[F],
+    m: usize,
+    vectors: &[Vec<F>],
+    labels: &[bool],
+) {
+    let groups = [
+        ColumnGroup::of_class::<F>(labels, true),
+        ColumnGroup::of_class::<F>(labels, false),
+    ];
+    let mut workspace = Workspace::default();
+    for s in [3, 4, 5, 6, 8, 10, 12, 16, 20] {
+        let rhs: Vec<&[F]> = vectors[..s].iter().map(Vec::as_slice).collect();
         let (mut triangle, mut full) = (Vec::new(), Vec::new());
         for _ in 0..7 {
             triangle.push(median_ms(|| {
                 std::hint::black_box(multiply_groups(
-                    &pool,
-                    &kernel,
+                    pool,
+                    kernel,
                     m,
                     &rhs,
                     &groups,
@@ -116,8 +142,8 @@ fn main() {
             }));
             full.push(median_ms(|| {
                 std::hint::black_box(multiply_groups_full_rows(
-                    &pool,
-                    &kernel,
+                    pool,
+                    kernel,
                     m,
                     &rhs,
                     &groups,
@@ -131,7 +157,8 @@ fn main() {
         };
         let (triangle, full) = (median(&mut triangle), median(&mut full));
         println!(
-            "{s:>2} vectors split by class: multiply_groups {triangle:.2} ms, full rows {full:.2} ms: {:.2}x",
+            "{} {s:>2} vectors split by class: multiply_groups {triangle:.2} ms, full rows {full:.2} ms: {:.2}x",
+            std::any::type_name::<F>(),
             full / triangle
         );
     }
