@@ -1228,7 +1228,7 @@ mod simd512 {
                             std::array::from_fn(|o| $maskz_load(mask, rows[o].as_ptr().add(l)));
                         for j in 0..N {
                             let x = $maskz_load(mask, rhs[j].as_ptr().add(l));
-                            let target = buffers[j].as_ptr().add(l - range.start) as *mut $t;
+                            let target = buffers[j].as_mut_ptr().add(l - range.start);
                             let mut value = $maskz_load(mask, target);
                             for o in 0..ROWS {
                                 registers[o][j] = $fmadd(k[o], x, registers[o][j]);
