@@ -1788,12 +1788,17 @@ mod tests {
             kernel[[order[a], order[b]]]
         });
         let positive: Vec<bool> = order.iter().map(|&i| positive[i]).collect();
-        for deflation in [Deflation::Projection, Deflation::OrthoProjection] {
-            let params = pseudo(4, deflation, 4);
+        // A stage of 8 reads full rows on any CPU, so its last stage takes the shortcut (a
+        // stage of 4 reads the triangle on AVX-512, and takes its pass there).
+        let cases = [Deflation::Projection, Deflation::OrthoProjection]
+            .into_iter()
+            .flat_map(|deflation| [(deflation, 4), (deflation, 8)]);
+        for (deflation, k) in cases {
+            let params = pseudo(k, deflation, k);
             let selection = select(kernel.view(), &positive, &params).unwrap();
             assert!(selection.indices.contains(&best), "{deflation:?}");
             assert!(!selection.indices.contains(&(best + 1)), "{deflation:?}");
-            assert_eq!(selection.indices.len(), 4);
+            assert_eq!(selection.indices.len(), k);
             // The statistics, the stage's whole pass, and a stage of one pick.
             assert_eq!(selection.kernel_passes, 3, "{deflation:?}");
             assert_selects_as_explicit(&kernel, &positive, &params, "a copy of the best point");

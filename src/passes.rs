@@ -127,7 +127,7 @@ pub trait Dots: Sized {
 
 /// The `f64` and `f32` impls differ only in the type, its SIMD width and the kernels' names.
 macro_rules! impl_dots {
-    ($t:ty, $width:literal, $wide_width:literal, $dots:ident, $row_statistics:ident, $tile:ident, $packed_tile:ident, $packed_tile_4x3:ident, $subtract_terms:ident, $combine_tile:ident, $symmetric_tile:ident, $symmetric_wide_tile:ident) => {
+    ($t:ty, $width:literal, $wide_width:literal, $dots:ident, $row_statistics:ident, $tile:ident, $packed_tile:ident, $packed_tile_512:ident, $packed_tile_4x3:ident, $subtract_terms:ident, $combine_tile:ident, $symmetric_tile:ident, $symmetric_wide_tile:ident) => {
         impl Dots for $t {
             #[inline]
             fn dots<const R: usize>(row: &[$t], rhs: [&[$t]; R]) -> [$t; R] {
@@ -193,6 +193,13 @@ macro_rules! impl_dots {
                 range: std::ops::Range<usize>,
                 acc: &mut [[$t; $width]],
             ) {
+                #[cfg(target_arch = "x86_64")]
+                if ROWS > 6 && has_avx512() {
+                    // SAFETY: AVX-512F and VL, AVX2 and FMA are available (checked just above).
+                    return unsafe {
+                        simd::$packed_tile_512::<ROWS, V>(rows, packed, stride, range, acc)
+                    };
+                }
                 #[cfg(target_arch = "x86_64")]
                 if has_fma() {
                     if ROWS == 4 && V == 3 {
@@ -306,6 +313,7 @@ impl_dots!(
     row_statistics_f64,
     tile_f64,
     packed_tile_f64,
+    packed_tile_512_f64,
     packed_tile_4x3_f64,
     subtract_terms_f64,
     combine_tile_f64,
@@ -320,6 +328,7 @@ impl_dots!(
     row_statistics_f32,
     tile_f32,
     packed_tile_f32,
+    packed_tile_512_f32,
     packed_tile_4x3_f32,
     subtract_terms_f32,
     combine_tile_f32,
@@ -333,11 +342,12 @@ pub(crate) fn has_fma() -> bool {
     is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
 }
 
-/// Whether the wide symmetric tiles run on AVX-512 (else on their portable twin, which
-/// gives the same sums bit for bit but is too slow to pay: wide passes then read full rows).
+/// Whether the wide symmetric tiles and the tall packed tiles run on AVX-512 (AVX-512VL:
+/// 32 registers for 256-bit code too). Without it the wide symmetric tiles' portable twin
+/// gives the same sums bit for bit but is too slow to pay: wide passes then read full rows.
 #[cfg(target_arch = "x86_64")]
 pub(crate) fn has_avx512() -> bool {
-    is_x86_feature_detected!("avx512f") && has_fma()
+    is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vl") && has_fma()
 }
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -440,12 +450,19 @@ fn portable_symmetric_wide_tile<F: Real, const ROWS: usize, const N: usize, cons
 ) {
     let mut lanes = [[[F::zero(); W]; N]; ROWS];
     for chunk in range.clone().step_by(W) {
+        let filled = W.min(range.end - chunk);
         for (j, buffer) in buffers.iter_mut().enumerate() {
-            for (lane, l) in (chunk..range.end.min(chunk + W)).enumerate() {
+            for (lane, l) in (chunk..chunk + filled).enumerate() {
                 let value = &mut buffer[l - range.start];
                 for (o, row) in rows.iter().enumerate() {
                     lanes[o][j][lane] = row[l].mul_add(rhs[j][l], lanes[o][j][lane]);
                     *value = row[l].mul_add(coefficients[o][j], *value);
+                }
+            }
+            // The masked lanes of the SIMD tile's last step add 0·0 (a −0 becomes +0).
+            for by_rhs in lanes.iter_mut() {
+                for lane in &mut by_rhs[j][filled..] {
+                    *lane = F::zero().mul_add(F::zero(), *lane);
                 }
             }
         }
@@ -692,8 +709,8 @@ mod simd {
     /// accumulators that stay in registers (6 × 2, 6 × 1 or a leftover row; the 4 × 3 tile
     /// is `packed_tile_4x3!`).
     macro_rules! packed_tile {
-        ($name:ident, $t:ty, $w:literal, $load:ident, $store:ident, $fmadd:ident, $broadcast:ident, $zero:ident) => {
-            #[target_feature(enable = "avx2,fma")]
+        ($name:ident, $features:literal, $t:ty, $w:literal, $load:ident, $store:ident, $fmadd:ident, $broadcast:ident, $zero:ident) => {
+            #[target_feature(enable = $features)]
             pub(super) unsafe fn $name<const ROWS: usize, const V: usize>(
                 rows: [&[$t]; ROWS],
                 packed: &[$t],
@@ -737,25 +754,41 @@ mod simd {
             }
         };
     }
-    packed_tile!(
-        packed_tile_f64,
-        f64,
-        4,
-        _mm256_loadu_pd,
-        _mm256_storeu_pd,
-        _mm256_fmadd_pd,
-        _mm256_broadcast_sd,
-        _mm256_setzero_pd
-    );
-    packed_tile!(
-        packed_tile_f32,
-        f32,
-        8,
-        _mm256_loadu_ps,
-        _mm256_storeu_ps,
-        _mm256_fmadd_ps,
-        _mm256_broadcast_ss,
-        _mm256_setzero_ps
+    /// Both types' tiles, compiled for `$features`.
+    macro_rules! packed_tiles {
+        ($f64:ident, $f32:ident, $features:literal) => {
+            packed_tile!(
+                $f64,
+                $features,
+                f64,
+                4,
+                _mm256_loadu_pd,
+                _mm256_storeu_pd,
+                _mm256_fmadd_pd,
+                _mm256_broadcast_sd,
+                _mm256_setzero_pd
+            );
+            packed_tile!(
+                $f32,
+                $features,
+                f32,
+                8,
+                _mm256_loadu_ps,
+                _mm256_storeu_ps,
+                _mm256_fmadd_ps,
+                _mm256_broadcast_ss,
+                _mm256_setzero_ps
+            );
+        };
+    }
+    packed_tiles!(packed_tile_f64, packed_tile_f32, "avx2,fma");
+    // The same tiles where AVX-512VL gives 256-bit code 32 registers instead of 16: room for
+    // 8 rows × 3 vectors of accumulators (24), each right-hand-side vector loaded then feeding
+    // twice the rows of the 4 × 3 tile.
+    packed_tiles!(
+        packed_tile_512_f64,
+        packed_tile_512_f32,
+        "avx512f,avx512vl,avx2,fma"
     );
 
     /// The 4 × 3 tile of a wide pass ([`super::Dots::packed_tile`] with `ROWS = 4`,
@@ -1420,7 +1453,8 @@ pub fn multiply_in_order<F: Real>(
 /// Rows go by fixed blocks to the threads and by register tiles to the FMA units (4 rows
 /// × up to 2 right-hand sides, lane-wise; for wide passes such as a fused stage, 4 rows ×
 /// 12 right-hand sides packed column by column, each kernel element broadcast to all of
-/// them): the tile's accumulators stay in registers while its rows stream from memory.
+/// them, or 8 rows × 12 on AVX-512): the tile's accumulators stay in registers while its
+/// rows stream from memory.
 /// Every output is summed in one order whatever the number of threads or the tile shapes.
 ///
 /// `K` must be symmetric: passes with one or two right-hand sides, bound by the speed of
@@ -1615,15 +1649,18 @@ fn symmetric_products<F: Real>(
         return vec![Vec::new(); groups.len()];
     }
     let mut group_of: Vec<Option<usize>> = vec![None; m];
+    let mut overlapping = false;
     for (g, group) in groups.iter().enumerate() {
         let columns = group.runs.iter().flat_map(|run| run.clone());
         for l in columns.chain(group.rest.iter().copied()) {
-            group_of[l] = Some(g);
+            overlapping |= group_of[l].replace(g).is_some();
         }
     }
     let wide = r > 2;
-    if wide && group_of.iter().any(Option::is_none) {
-        // The wide tile updates both halves: a column or row in no group takes full rows.
+    // A row's transposed update goes to one group's outputs: groups sharing a column take
+    // full rows, and so do wide passes with a column in no group (their tile updates both
+    // halves).
+    if overlapping || (wide && group_of.iter().any(Option::is_none)) {
         let row = |i: usize| &kernel[i * m..(i + 1) * m];
         return products(pool, m, row, rhs, groups, workspace);
     }
@@ -1984,10 +2021,10 @@ fn products<'a, F: Real>(
 }
 
 /// Right-hand sides per packed block: three SIMD vectors, the most a 4-row tile keeps in
-/// registers with its accumulators (all 16).
+/// registers with its accumulators (all 16 of AVX2's).
 const PACKED_VECTORS: usize = 3;
-/// Rows per parallel task of a packed pass: a multiple of every tile's rows (4 and 6),
-/// so that no row of a task is left to a one-row tile.
+/// Rows per parallel task of a packed pass: a multiple of every tile's rows (4, 6, 8 and
+/// 12), so that no row of a task is left to a one-row tile.
 const PACKED_ROWS_PER_TASK: usize = 24;
 
 /// `rhs` interleaved column by column, the `r` values of column `l` at `l·r..(l + 1)·r`,
@@ -2011,7 +2048,10 @@ fn pack_columns<F: Real>(rhs: &[&[F]], vectors: usize, packed: &mut Vec<F>) {
 /// [`products`] for three or more right-hand sides: blocks of up to `3·WIDTH` of them,
 /// packed column by column, and register tiles of 4 rows × 3 vectors, 6 × 2 or 6 × 1
 /// ([`Dots::packed_tile`]) that broadcast each kernel element to every right-hand side of
-/// the block. A row streams from memory once per block (once in all for a stage of up to
+/// the block; where AVX-512VL gives the same 256-bit code 32 registers, taller tiles
+/// whose right-hand-side vectors, loaded once a column, feed more rows: 8 × 3, 12 × 2
+/// (`f64`; 6 × 2 stayed faster in `f32`) and 12 × 1 (a stage-10 pass in `f64` ~1.25×
+/// faster at m = 4,000; `examples/pass_speed`). A row streams from memory once per block (once in all for a stage of up to
 /// 12 picks in `f64`, 24 in `f32`), where lane-wise tiles of 4 right-hand sides read it
 /// once per 4: ~1.3× faster for a stage of 10 at m = 4,000. Output `(i, g, j)` is one
 /// running sum over the columns of group `g` in ascending order, whatever the thread
@@ -2047,6 +2087,9 @@ fn products_packed<'a, F: Real>(
         .collect();
     refill(packed_out, n_rows * width, F::zero());
     let out = &mut packed_out[..];
+    // With AVX-512's 32 registers, taller tiles: the same sums, since each output is one
+    // running sum over its row whatever the tile's shape.
+    let (tall, f64_lanes) = (has_avx512(), F::WIDTH == 4);
     pool.install(|| {
         out.par_chunks_mut(PACKED_ROWS_PER_TASK * width)
             .enumerate()
@@ -2064,9 +2107,12 @@ fn products_packed<'a, F: Real>(
                         r,
                     };
                     let row = |o: usize| row(first_row + o);
-                    match vectors {
-                        1 => block.rows::<6, 1>(rows_here, &row, out_rows),
-                        2 => block.rows::<6, 2>(rows_here, &row, out_rows),
+                    match (vectors, tall) {
+                        (1, true) => block.rows::<12, 1>(rows_here, &row, out_rows),
+                        (2, true) if f64_lanes => block.rows::<12, 2>(rows_here, &row, out_rows),
+                        (3, true) => block.rows::<8, 3>(rows_here, &row, out_rows),
+                        (1, _) => block.rows::<6, 1>(rows_here, &row, out_rows),
+                        (2, _) => block.rows::<6, 2>(rows_here, &row, out_rows),
                         _ => block.rows::<4, 3>(rows_here, &row, out_rows),
                     }
                 }
@@ -2530,12 +2576,45 @@ mod tests {
     }
 
     #[test]
+    fn overlapping_groups_give_each_group_its_own_sums() {
+        let m = 130;
+        let kernel = symmetric_kernel(m);
+        let labels: Vec<bool> = (0..m).map(|i| i < 20).collect();
+        let groups = [
+            ColumnGroup::all::<f64>(m),
+            ColumnGroup::of_class::<f64>(&labels, true),
+        ];
+        let xs: Vec<Vec<f64>> = (0..4)
+            .map(|j| (0..m).map(|i| ((i + 3 * j) % 5) as f64 - 2.0).collect())
+            .collect();
+        for r in [1, 2, 3, 4] {
+            let rhs: Vec<&[f64]> = xs[..r].iter().map(Vec::as_slice).collect();
+            let mut workspace = Workspace::default();
+            let pass = multiply_groups(&pool(2), &kernel, m, &rhs, &groups, &mut workspace);
+            let full =
+                multiply_groups_full_rows(&pool(2), &kernel, m, &rhs, &groups, &mut workspace);
+            assert_eq!(pass, full, "r={r}");
+        }
+    }
+
+    #[test]
     fn wide_symmetric_passes_match_full_passes_for_any_bands_groups_and_threads() {
         check_wide_symmetric_passes::<f64>(1e-9);
         check_wide_symmetric_passes::<f32>(1e-3);
     }
 
-    fn check_wide_symmetric_tiles<F: Real, const W: usize>() {
+    /// The AVX-512 wide symmetric tile of `F`, 4 rows × 6 right-hand sides.
+    type WideTile<F> = unsafe fn(
+        [&[F]; 4],
+        [&[F]; 6],
+        [[F; 6]; 4],
+        std::ops::Range<usize>,
+        &mut [F],
+        usize,
+        [&mut [F]; 6],
+    );
+
+    fn check_wide_symmetric_tiles<F: Real, const W: usize>(simd_tile: WideTile<F>) {
         let n = 3 * W + 5;
         let value = |seed: usize| F::from_f64(((seed * 7919) % 23) as f64 / 11.0 - 1.0);
         let rows: Vec<Vec<F>> = (0..4)
@@ -2558,31 +2637,24 @@ mod tests {
                 let mut outputs = buffers.iter_mut();
                 let targets: [&mut [F]; 6] =
                     std::array::from_fn(|_| outputs.next().expect("6 buffers").as_mut_slice());
-                if simd {
-                    F::symmetric_wide_tile(
-                        rows,
-                        rhs,
-                        coefficients,
-                        range.clone(),
-                        &mut sums,
-                        stride,
-                        targets,
-                    );
+                let tile: WideTile<F> = if simd {
+                    simd_tile
                 } else {
-                    portable_symmetric_wide_tile::<F, 4, 6, W>(
-                        rows,
-                        rhs,
-                        coefficients,
-                        range.clone(),
-                        &mut sums,
-                        stride,
-                        targets,
-                    );
-                }
+                    portable_symmetric_wide_tile::<F, 4, 6, W>
+                };
+                // SAFETY: AVX-512 is available for the SIMD tile (the test's caller checked).
+                let args = (rows, rhs, coefficients, range.clone());
+                unsafe { tile(args.0, args.1, args.2, args.3, &mut sums, stride, targets) };
                 (sums, buffers)
             };
             let (simd, portable) = (run(true), run(false));
-            assert_eq!(simd, portable, "range {range:?}");
+            // Bit patterns (through `as_f64`, exact for both types): a −0 and a +0 differ,
+            // where `==` would call them equal.
+            let bits = |(sums, buffers): &(Vec<F>, Vec<Vec<F>>)| -> Vec<u64> {
+                let values = sums.iter().chain(buffers.iter().flatten());
+                values.map(|v| v.as_f64().to_bits()).collect()
+            };
+            assert_eq!(bits(&simd), bits(&portable), "range {range:?}");
             // And the sums are the products they stand for.
             let (sums, buffers) = simd;
             for o in 0..4 {
@@ -2611,9 +2683,46 @@ mod tests {
     }
 
     #[test]
+    fn a_masked_last_step_turns_negative_zero_sums_positive_in_both_twins() {
+        // Products that underflow to −0 leave −0 lanes; the SIMD tile's masked lanes then
+        // add 0·0, so its twin must too.
+        let (rows, xs) = (vec![-1e-200f64; 9], vec![1e-200f64; 9]);
+        type Tile = unsafe fn(
+            [&[f64]; 1],
+            [&[f64]; 1],
+            [[f64; 1]; 1],
+            std::ops::Range<usize>,
+            &mut [f64],
+            usize,
+            [&mut [f64]; 1],
+        );
+        let run = |tile: Tile| {
+            let mut sums = [-0.0f64; 1];
+            let mut buffer = vec![0.0f64; 9];
+            let (rows, rhs) = ([rows.as_slice()], [xs.as_slice()]);
+            // SAFETY: the SIMD tile is only passed where AVX-512 is available.
+            unsafe { tile(rows, rhs, [[1.0]], 0..9, &mut sums, 1, [&mut buffer]) };
+            let buffer: Vec<u64> = buffer.iter().map(|v| v.to_bits()).collect();
+            (sums[0].to_bits(), buffer)
+        };
+        let portable = run(portable_symmetric_wide_tile::<f64, 1, 1, 8>);
+        #[cfg(target_arch = "x86_64")]
+        if has_avx512() {
+            assert_eq!(run(simd512::symmetric_wide_tile_f64::<1, 1>), portable);
+        }
+        // −0 lanes would sum to −0, and −0 + −0 stays −0: the masked lanes' +0s make it +0.
+        assert_eq!(portable.0, 0.0f64.to_bits());
+    }
+
+    #[test]
     fn symmetric_wide_tiles_match_the_portable_tiles_bit_for_bit() {
-        check_wide_symmetric_tiles::<f64, 8>();
-        check_wide_symmetric_tiles::<f32, 16>();
+        #[cfg(target_arch = "x86_64")]
+        if has_avx512() {
+            check_wide_symmetric_tiles::<f64, 8>(simd512::symmetric_wide_tile_f64::<4, 6>);
+            check_wide_symmetric_tiles::<f32, 16>(simd512::symmetric_wide_tile_f32::<4, 6>);
+            return;
+        }
+        eprintln!("no AVX-512 here: the wide symmetric tiles' SIMD code is not tested");
     }
 
     #[test]
@@ -2845,6 +2954,12 @@ mod tests {
         check::<f64, 6, 2, 4>();
         check::<f64, 6, 1, 4>();
         check::<f64, 1, 3, 4>();
+        // The tall tiles of AVX-512 (the AVX2 code elsewhere).
+        check::<f64, 8, 3, 4>();
+        check::<f64, 12, 2, 4>();
+        check::<f64, 12, 1, 4>();
+        check::<f32, 8, 3, 8>();
+        check::<f32, 12, 1, 8>();
         check::<f32, 3, 3, 8>();
         check::<f32, 4, 3, 8>();
         check::<f32, 6, 2, 8>();
