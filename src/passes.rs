@@ -41,6 +41,17 @@ pub trait Dots: Sized {
         negative: &[Self],
         weight: &[Self],
     ) -> [Self; 3];
+    /// [`Dots::row_statistics`] of four rows at once, each row's sums bit for bit those of
+    /// [`Dots::row_statistics`]: four rows streaming side by side keep more reads of `K` in
+    /// flight than one (the set-up pass of a fit, one read of all of `K`).
+    fn row_statistics_4(
+        rows: [&[Self]; 4],
+        positive: &[Self],
+        negative: &[Self],
+        weight: &[Self],
+    ) -> [[Self; 3]; 4] {
+        rows.map(|row| Self::row_statistics(row, positive, negative, weight))
+    }
     /// Per-output partial sums of a pass: one SIMD register's worth of lanes.
     type Lanes: Copy + Send + Sync;
     /// Elements per [`Dots::Lanes`]; a pass's tiles cover row lengths in multiples of it.
@@ -127,7 +138,7 @@ pub trait Dots: Sized {
 
 /// The `f64` and `f32` impls differ only in the type, its SIMD width and the kernels' names.
 macro_rules! impl_dots {
-    ($t:ty, $width:literal, $wide_width:literal, $dots:ident, $row_statistics:ident, $tile:ident, $packed_tile:ident, $packed_tile_512:ident, $packed_tile_4x3:ident, $subtract_terms:ident, $combine_tile:ident, $symmetric_tile:ident, $symmetric_wide_tile:ident) => {
+    ($t:ty, $width:literal, $wide_width:literal, $dots:ident, $row_statistics:ident, $row_statistics_4:ident, $tile:ident, $packed_tile:ident, $packed_tile_512:ident, $packed_tile_4x3:ident, $subtract_terms:ident, $combine_tile:ident, $symmetric_tile:ident, $symmetric_wide_tile:ident) => {
         impl Dots for $t {
             #[inline]
             fn dots<const R: usize>(row: &[$t], rhs: [&[$t]; R]) -> [$t; R] {
@@ -152,6 +163,21 @@ macro_rules! impl_dots {
                     return unsafe { simd::$row_statistics(row, positive, negative, weight) };
                 }
                 portable_row_statistics(row, positive, negative, weight)
+            }
+
+            #[inline]
+            fn row_statistics_4(
+                rows: [&[$t]; 4],
+                positive: &[$t],
+                negative: &[$t],
+                weight: &[$t],
+            ) -> [[$t; 3]; 4] {
+                #[cfg(target_arch = "x86_64")]
+                if has_avx512() {
+                    // SAFETY: AVX-512F and VL, AVX2 and FMA are available (checked just above).
+                    return unsafe { simd::$row_statistics_4(rows, positive, negative, weight) };
+                }
+                rows.map(|row| Self::row_statistics(row, positive, negative, weight))
             }
 
             type Lanes = [$t; $width];
@@ -311,6 +337,7 @@ impl_dots!(
     8,
     dots_f64,
     row_statistics_f64,
+    row_statistics_4_f64,
     tile_f64,
     packed_tile_f64,
     packed_tile_512_f64,
@@ -326,6 +353,7 @@ impl_dots!(
     16,
     dots_f32,
     row_statistics_f32,
+    row_statistics_4_f32,
     tile_f32,
     packed_tile_f32,
     packed_tile_512_f32,
@@ -1104,6 +1132,106 @@ mod simd {
             result[j] = with_tail(lanes, row, body, |l| {
                 [positive[l], negative[l], weight[l] * row[l]][j]
             });
+        }
+        result
+    }
+
+    /// [`row_statistics_f64`] of four rows side by side, compiled where AVX-512VL gives
+    /// 32 registers for their 24 accumulators: each row's lanes take the same multiply-adds
+    /// in the same order, so its sums are bit for bit those of one row alone.
+    #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+    pub(super) unsafe fn row_statistics_4_f64(
+        rows: [&[f64]; 4],
+        positive: &[f64],
+        negative: &[f64],
+        weight: &[f64],
+    ) -> [[f64; 3]; 4] {
+        let n = rows[0].len();
+        assert!(rows.iter().all(|row| row.len() == n));
+        assert!(positive.len() >= n && negative.len() >= n && weight.len() >= n);
+        let body = n - n % LANES;
+        let mut low = [[_mm256_setzero_pd(); 3]; 4];
+        let mut high = [[_mm256_setzero_pd(); 3]; 4];
+        let mut i = 0;
+        while i < body {
+            // SAFETY: i + 8 <= body <= n, within every slice (asserted above).
+            unsafe {
+                let (p, q, w) = (
+                    positive.as_ptr().add(i),
+                    negative.as_ptr().add(i),
+                    weight.as_ptr().add(i),
+                );
+                for (o, row) in rows.iter().enumerate() {
+                    let r0 = _mm256_loadu_pd(row.as_ptr().add(i));
+                    let r1 = _mm256_loadu_pd(row.as_ptr().add(i + 4));
+                    for (j, x) in [p, q].into_iter().enumerate() {
+                        low[o][j] = _mm256_fmadd_pd(r0, _mm256_loadu_pd(x), low[o][j]);
+                        high[o][j] = _mm256_fmadd_pd(r1, _mm256_loadu_pd(x.add(4)), high[o][j]);
+                    }
+                    let w0 = _mm256_mul_pd(_mm256_loadu_pd(w), r0);
+                    let w1 = _mm256_mul_pd(_mm256_loadu_pd(w.add(4)), r1);
+                    low[o][2] = _mm256_fmadd_pd(r0, w0, low[o][2]);
+                    high[o][2] = _mm256_fmadd_pd(r1, w1, high[o][2]);
+                }
+            }
+            i += LANES;
+        }
+        let mut result = [[0.0; 3]; 4];
+        for (o, row) in rows.iter().enumerate() {
+            for j in 0..3 {
+                let mut lanes = [0.0f64; LANES];
+                // SAFETY: `lanes` holds exactly two 4-wide vectors.
+                unsafe {
+                    _mm256_storeu_pd(lanes.as_mut_ptr(), low[o][j]);
+                    _mm256_storeu_pd(lanes.as_mut_ptr().add(4), high[o][j]);
+                }
+                result[o][j] = with_tail(lanes, row, body, |l| {
+                    [positive[l], negative[l], weight[l] * row[l]][j]
+                });
+            }
+        }
+        result
+    }
+
+    /// [`row_statistics_f32`] of four rows side by side (see [`row_statistics_4_f64`]).
+    #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+    pub(super) unsafe fn row_statistics_4_f32(
+        rows: [&[f32]; 4],
+        positive: &[f32],
+        negative: &[f32],
+        weight: &[f32],
+    ) -> [[f32; 3]; 4] {
+        let n = rows[0].len();
+        assert!(rows.iter().all(|row| row.len() == n));
+        assert!(positive.len() >= n && negative.len() >= n && weight.len() >= n);
+        let body = n - n % LANES;
+        let mut acc = [[_mm256_setzero_ps(); 3]; 4];
+        let mut i = 0;
+        while i < body {
+            // SAFETY: i + 8 <= body <= n, within every slice (asserted above).
+            unsafe {
+                let p = _mm256_loadu_ps(positive.as_ptr().add(i));
+                let q = _mm256_loadu_ps(negative.as_ptr().add(i));
+                let w = _mm256_loadu_ps(weight.as_ptr().add(i));
+                for (o, row) in rows.iter().enumerate() {
+                    let r = _mm256_loadu_ps(row.as_ptr().add(i));
+                    acc[o][0] = _mm256_fmadd_ps(r, p, acc[o][0]);
+                    acc[o][1] = _mm256_fmadd_ps(r, q, acc[o][1]);
+                    acc[o][2] = _mm256_fmadd_ps(r, _mm256_mul_ps(w, r), acc[o][2]);
+                }
+            }
+            i += LANES;
+        }
+        let mut result = [[0.0; 3]; 4];
+        for (o, row) in rows.iter().enumerate() {
+            for j in 0..3 {
+                let mut lanes = [0.0f32; LANES];
+                // SAFETY: `lanes` holds exactly one 8-wide vector.
+                unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), acc[o][j]) };
+                result[o][j] = with_tail(lanes, row, body, |l| {
+                    [positive[l], negative[l], weight[l] * row[l]][j]
+                });
+            }
         }
         result
     }
@@ -2374,13 +2502,21 @@ pub(crate) fn column_statistics<F: Real>(
                 // `d` as a lane-parallel dot product of the row with `D K_i` formed in
                 // registers: one read of the row (a running sum would be one dependent
                 // add per element; `D K_i` in a buffer, a second sweep).
-                for (offset, out) in out_rows.chunks_exact_mut(3).enumerate() {
+                let row = |offset: usize| {
                     let i = task * ROWS_PER_TASK + offset;
-                    let row = &kernel[i * m..(i + 1) * m];
-                    let [p, n, d] = F::row_statistics(row, positive, negative, weight);
-                    out[0] = p;
-                    out[1] = n;
-                    out[2] = d;
+                    &kernel[i * m..(i + 1) * m]
+                };
+                let done = out_rows.len() / 12 * 4;
+                let mut fours = out_rows.chunks_exact_mut(12);
+                for (four, out) in fours.by_ref().enumerate() {
+                    let rows = std::array::from_fn(|t| row(4 * four + t));
+                    let stats = F::row_statistics_4(rows, positive, negative, weight);
+                    out.copy_from_slice(stats.as_flattened());
+                }
+                let rest = fours.into_remainder();
+                for (offset, out) in rest.chunks_exact_mut(3).enumerate() {
+                    let stats = F::row_statistics(row(done + offset), positive, negative, weight);
+                    out.copy_from_slice(&stats);
                 }
             });
     });
@@ -3031,6 +3167,17 @@ mod tests {
                     portable_row_statistics(&row, &positive, &negative, &weight)
                         == portable_dots(&row, [&positive[..], &negative, &weighted])
                 );
+                // Four rows side by side: each row's sums, bit for bit.
+                let rows: Vec<Vec<F>> = (0..4)
+                    .map(|o| (0..n).map(|l| value(o + 2, l)).collect())
+                    .collect();
+                let four: [&[F]; 4] = std::array::from_fn(|o| rows[o].as_slice());
+                let together = F::row_statistics_4(four, &positive, &negative, &weight);
+                for (row, stats) in rows.iter().zip(together) {
+                    let alone = F::row_statistics(row, &positive, &negative, &weight);
+                    let bits = |values: [F; 3]| values.map(|v| v.as_f64().to_bits());
+                    assert_eq!(bits(stats), bits(alone), "n={n}");
+                }
             }
         }
         check::<f64>();
