@@ -1345,7 +1345,7 @@ mod simd512 {
     const WIDE_PREFETCH: usize = 256;
 
     macro_rules! symmetric_wide_tile {
-        ($name:ident, $t:ty, $w:literal, $mask:ty, $load:ident, $maskz_load:ident, $store:ident, $mask_store:ident, $fmadd:ident, $set1:ident, $zero:ident) => {
+        ($name:ident, $t:ty, $w:literal, $mask:ty, $maskz_load:ident, $store:ident, $mask_store:ident, $fmadd:ident, $set1:ident, $zero:ident) => {
             /// [`super::Dots::symmetric_wide_tile`]: per `$w` columns, each row's vector
             /// loaded once feeds `N` FMAs of its dot products and `N` of the transposed
             /// update, whose buffer is loaded and stored once per `ROWS` of them. The last
@@ -1416,7 +1416,6 @@ mod simd512 {
         f64,
         8,
         __mmask8,
-        _mm512_loadu_pd,
         _mm512_maskz_loadu_pd,
         _mm512_storeu_pd,
         _mm512_mask_storeu_pd,
@@ -1429,7 +1428,6 @@ mod simd512 {
         f32,
         16,
         __mmask16,
-        _mm512_loadu_ps,
         _mm512_maskz_loadu_ps,
         _mm512_storeu_ps,
         _mm512_mask_storeu_ps,
