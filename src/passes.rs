@@ -49,9 +49,7 @@ pub trait Dots: Sized {
         positive: &[Self],
         negative: &[Self],
         weight: &[Self],
-    ) -> [[Self; 3]; 4] {
-        rows.map(|row| Self::row_statistics(row, positive, negative, weight))
-    }
+    ) -> [[Self; 3]; 4];
     /// Per-output partial sums of a pass: one SIMD register's worth of lanes.
     type Lanes: Copy + Send + Sync;
     /// Elements per [`Dots::Lanes`]; a pass's tiles cover row lengths in multiples of it.
@@ -1587,7 +1585,8 @@ pub fn multiply_in_order<F: Real>(
 /// memory, read only its upper triangle (`symmetric_products`), and so do passes with 3
 /// to 6 on a CPU with AVX-512 (every column in a group): their tiles of 4 rows × up to 6
 /// right-hand sides, lanes along the columns, fill every lane, and the pass reads half
-/// the bytes (1.2–1.45× faster than full rows at m = 4,000 in `examples/pass_speed.rs`).
+/// the bytes (stage-3 selections 1.27–1.34× faster at m = 4,000, against 1.02–1.08× with
+/// full rows by the tall tiles alone; `profile_greedy`, docs/PERFORMANCE.md).
 pub fn multiply_groups<F: Real>(
     pool: &rayon::ThreadPool,
     kernel: &[F],
@@ -1601,14 +1600,7 @@ pub fn multiply_groups<F: Real>(
     if reads_triangle(m, rhs.len()) {
         return symmetric_products(pool, kernel, m, rhs, groups, SYMMETRIC_BANDS, workspace);
     }
-    products(
-        pool,
-        m,
-        |i| &kernel[i * m..(i + 1) * m],
-        rhs,
-        groups,
-        workspace,
-    )
+    multiply_groups_full_rows(pool, kernel, m, rhs, groups, workspace)
 }
 
 /// [`multiply_groups`] reading whole rows of `K` whatever the number of right-hand sides:
@@ -1719,7 +1711,7 @@ pub(crate) fn reads_triangle(m: usize, r: usize) -> bool {
 /// keeps its dot products in 24 of AVX-512's 32 registers. Wider passes read full rows:
 /// measured at m = 4,000 (`examples/pass_speed.rs`), wide symmetric passes by blocks of
 /// 5–6 right-hand sides, or with tiles of 2 rows × up to 12, ran at 0.6–0.95× the speed
-/// of full rows, where 3–6 right-hand sides in one block run 1.2–1.45× faster.
+/// of full rows.
 const WIDE_SYMMETRIC_MAX: usize = 6;
 
 /// Smallest kernel whose narrow passes read only the upper triangle.
@@ -1787,8 +1779,7 @@ fn symmetric_products<F: Real>(
     // full rows, and so do wide passes with a column in no group (their tile updates both
     // halves).
     if overlapping || (wide && group_of.iter().any(Option::is_none)) {
-        let row = |i: usize| &kernel[i * m..(i + 1) * m];
-        return products(pool, m, row, rhs, groups, workspace);
+        return multiply_groups_full_rows(pool, kernel, m, rhs, groups, workspace);
     }
     // Maximal runs of columns in one group: the dot products go run by run.
     let mut segments: Vec<(std::ops::Range<usize>, Option<usize>)> = Vec::new();
@@ -2603,42 +2594,49 @@ mod tests {
             for groups in [vec![ColumnGroup::all::<f64>(m)], class_groups, one_class] {
                 for r in 1..=2 {
                     let rhs: Vec<&[f64]> = xs[..r].iter().map(Vec::as_slice).collect();
-                    let row = |i: usize| &kernel[i * m..(i + 1) * m];
-                    let full = products(&pool(1), m, row, &rhs, &groups, &mut Workspace::default());
-                    for bands in [1, 3, 16] {
-                        let one = symmetric_products(
-                            &pool(1),
-                            &kernel,
-                            m,
-                            &rhs,
-                            &groups,
-                            bands,
-                            &mut Workspace::default(),
-                        );
-                        let two = symmetric_products(
-                            &pool(2),
-                            &kernel,
-                            m,
-                            &rhs,
-                            &groups,
-                            bands,
-                            &mut workspace,
-                        );
-                        assert_eq!(one, two, "thread count changed the result");
-                        assert_eq!(one.concat().concat().len(), full.concat().concat().len());
-                        for (a, b) in one
-                            .iter()
-                            .flatten()
-                            .flatten()
-                            .zip(full.iter().flatten().flatten())
-                        {
-                            assert!(
-                                (a - b).abs() <= 1e-9 * (1.0 + b.abs()),
-                                "{a} vs {b} (m={m})"
-                            );
-                        }
-                    }
+                    assert_symmetric_matches_full(&kernel, m, &rhs, &groups, 1e-9, &mut workspace);
                 }
+            }
+        }
+    }
+
+    /// `symmetric_products` of `rhs` with 1, 3 and 16 bands: the same on one thread and on
+    /// two (the two-thread passes share `workspace`), and within `tolerance` of full rows.
+    fn assert_symmetric_matches_full<F: Real>(
+        kernel: &[F],
+        m: usize,
+        rhs: &[&[F]],
+        groups: &[ColumnGroup],
+        tolerance: f64,
+        workspace: &mut Workspace<F>,
+    ) {
+        let r = rhs.len();
+        let row = |i: usize| &kernel[i * m..(i + 1) * m];
+        let full = products(&pool(1), m, row, rhs, groups, &mut Workspace::default());
+        for bands in [1, 3, 16] {
+            let one = symmetric_products(
+                &pool(1),
+                kernel,
+                m,
+                rhs,
+                groups,
+                bands,
+                &mut Workspace::default(),
+            );
+            let two = symmetric_products(&pool(2), kernel, m, rhs, groups, bands, workspace);
+            assert_eq!(one, two, "thread count changed the result (m={m}, r={r})");
+            assert_eq!(one.concat().concat().len(), full.concat().concat().len());
+            for (a, b) in one
+                .iter()
+                .flatten()
+                .flatten()
+                .zip(full.iter().flatten().flatten())
+            {
+                let (a, b) = (a.as_f64(), b.as_f64());
+                assert!(
+                    (a - b).abs() <= tolerance * (1.0 + b.abs()),
+                    "{a} vs {b} (m={m}, r={r}, bands={bands})"
+                );
             }
         }
     }
@@ -2668,42 +2666,14 @@ mod tests {
             for groups in [all, split(&contiguous), split(&interleaved), one_class] {
                 for r in 3..=WIDE_SYMMETRIC_MAX {
                     let rhs: Vec<&[F]> = xs[..r].iter().map(Vec::as_slice).collect();
-                    let row = |i: usize| &kernel[i * m..(i + 1) * m];
-                    let full = products(&pool(1), m, row, &rhs, &groups, &mut Workspace::default());
-                    for bands in [1, 3, 16] {
-                        let one = symmetric_products(
-                            &pool(1),
-                            &kernel,
-                            m,
-                            &rhs,
-                            &groups,
-                            bands,
-                            &mut Workspace::default(),
-                        );
-                        let two = symmetric_products(
-                            &pool(2),
-                            &kernel,
-                            m,
-                            &rhs,
-                            &groups,
-                            bands,
-                            &mut workspace,
-                        );
-                        assert_eq!(one, two, "thread count changed the result (m={m}, r={r})");
-                        assert_eq!(one.concat().concat().len(), full.concat().concat().len());
-                        for (a, b) in one
-                            .iter()
-                            .flatten()
-                            .flatten()
-                            .zip(full.iter().flatten().flatten())
-                        {
-                            let (a, b) = (a.as_f64(), b.as_f64());
-                            assert!(
-                                (a - b).abs() <= tolerance * (1.0 + b.abs()),
-                                "{a} vs {b} (m={m}, r={r}, bands={bands})"
-                            );
-                        }
-                    }
+                    assert_symmetric_matches_full(
+                        &kernel,
+                        m,
+                        &rhs,
+                        &groups,
+                        tolerance,
+                        &mut workspace,
+                    );
                 }
             }
         }
