@@ -47,7 +47,7 @@ import time
 
 import numpy as np
 
-from gkfda import DEFLATIONS, GreedyKFDA, _core, reference
+from gkfda import DEFLATIONS, GreedyKFDA, _core, reference, simd_level
 from timing import median_time, wait_for_idle_cores
 
 SECTIONS = ("floor", "stages", "float32", "memory", "kernel", "large", "path", "loop", "multiclass", "spin")
@@ -527,7 +527,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     global CLASS_SORTED
     CLASS_SORTED = not args.interleaved
-    print(f"Kernel rows in {'interleaved' if args.interleaved else 'class'} order.\n")
+    print(f"Kernel rows in {'interleaved' if args.interleaved else 'class'} order; "
+          f"engine instruction set {simd_level()} (GKFDA_SIMD caps it).\n")
     ok = True
     for name in args.sections:
         try:

@@ -21,7 +21,7 @@ import numpy as np
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.svm import SVC
 
-from gkfda import GreedyKFDA
+from gkfda import GreedyKFDA, simd_level
 from timing import median_time
 
 
@@ -35,6 +35,7 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
+    print(f"Engine instruction set {simd_level()} (GKFDA_SIMD caps it).\n")
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(args.m, args.d))

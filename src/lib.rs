@@ -18,6 +18,7 @@
 //! assert_eq!(selection.indices.len(), 3);
 //! ```
 
+pub mod cpu;
 pub mod error;
 mod exp;
 pub mod greedy;

@@ -11,6 +11,7 @@
 //! ones, bound by arithmetic, read whole rows, each row once for up to 12 (`f64`) or 24
 //! (`f32`) right-hand sides (`products_packed`).
 
+use crate::cpu::{simd_level, SimdLevel};
 use crate::real::Real;
 use rayon::prelude::*;
 
@@ -362,23 +363,18 @@ impl_dots!(
     symmetric_wide_tile_f32
 );
 
+/// Whether the tiles run on AVX2 and FMA ([`crate::cpu::simd_level`]: the CPU's, capped by
+/// `GKFDA_SIMD`; an atomic load once known).
 #[cfg(target_arch = "x86_64")]
 pub(crate) fn has_fma() -> bool {
-    // `is_x86_feature_detected!` caches its answer: a relaxed atomic load.
-    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+    simd_level() >= SimdLevel::Avx2
 }
 
 /// Whether the wide symmetric tiles and the tall packed tiles run on AVX-512 (AVX-512VL:
 /// 32 registers for 256-bit code too). Without it the wide symmetric tiles' portable twin
 /// gives the same sums bit for bit but is too slow to pay: wide passes then read full rows.
-#[cfg(target_arch = "x86_64")]
 pub(crate) fn has_avx512() -> bool {
-    is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vl") && has_fma()
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-pub(crate) fn has_avx512() -> bool {
-    false
+    simd_level() == SimdLevel::Avx512
 }
 
 fn reduce_lanes<F: Real, const N: usize>(mut lanes: [F; N]) -> F {

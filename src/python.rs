@@ -3,6 +3,7 @@
 //! errors to Python exceptions. Input validation of user data (shapes, dtypes,
 //! finiteness) happens once, in the Python layer; parameters are checked by the core.
 
+use crate::cpu;
 use crate::error::Error;
 use crate::greedy::{self, GreedyParams};
 use crate::kernel::{self, Kernel};
@@ -455,6 +456,20 @@ fn default_tol(dtype: &str) -> PyResult<f64> {
     }
 }
 
+/// The instruction-set level the engine runs at (`avx512`, `avx2` or `none`): the CPU's,
+/// capped by the environment variable `GKFDA_SIMD` as first read by this process.
+#[pyfunction]
+fn simd_level() -> &'static str {
+    cpu::simd_level().name()
+}
+
+/// The levels' names, from the lowest, and the environment variable that caps them.
+#[pyfunction]
+fn simd_levels() -> (Vec<&'static str>, &'static str) {
+    let names = cpu::SimdLevel::ALL.iter().map(|level| level.name());
+    (names.collect(), cpu::SIMD_VARIABLE)
+}
+
 #[pymodule]
 fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(kernel_matrix, module)?)?;
@@ -462,5 +477,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(greedy_select_many, module)?)?;
     module.add_function(wrap_pyfunction!(kernel_expansion, module)?)?;
     module.add_function(wrap_pyfunction!(default_tol, module)?)?;
+    module.add_function(wrap_pyfunction!(simd_level, module)?)?;
+    module.add_function(wrap_pyfunction!(simd_levels, module)?)?;
     Ok(())
 }

@@ -87,3 +87,13 @@ def kernel_expansion(
 
 def default_tol(dtype: str) -> float:
     """Relative tolerance of the numerical guards for 'float32' or 'float64'."""
+
+def simd_level() -> str:
+    """The instruction-set level the engine runs at: ``"avx512"``, ``"avx2"`` or ``"none"``.
+
+    The CPU's best, capped by the environment variable ``GKFDA_SIMD`` as first read by the
+    process.
+    """
+
+def simd_levels() -> Tuple[List[str], str]:
+    """The levels' names from the lowest, and the name of the variable that caps them."""

@@ -1,0 +1,105 @@
+//! Which instruction sets the engine runs: the best the CPU offers, unless the environment
+//! variable `GKFDA_SIMD` caps it.
+//!
+//! The code paths differ in the last bits of their sums (a pass with 3 to 6 right-hand
+//! sides reads the upper triangle of `K` on AVX-512 and full rows otherwise; machines
+//! without AVX2 and FMA run portable code and `f64::exp`). The cap lets one machine run the
+//! paths of another: CI on an AVX-512 machine tests the AVX2 and portable paths end to end,
+//! and a user reproduces, bit for bit, the selection values of a machine without AVX-512.
+//! The cap only ever lowers the level, so no instruction runs that the CPU lacks.
+//!
+//! ```
+//! use gkfda::cpu::{simd_level, SimdLevel};
+//!
+//! assert_eq!(SimdLevel::from_name("avx2"), Some(SimdLevel::Avx2));
+//! assert_eq!(SimdLevel::from_name("sse"), None);
+//! assert!(simd_level() <= SimdLevel::detected());
+//! ```
+
+use std::sync::OnceLock;
+
+/// The environment variable that caps the level: `avx512` (no cap), `avx2` or `none`.
+pub const SIMD_VARIABLE: &str = "GKFDA_SIMD";
+
+/// An instruction-set level of the engine's tiles, from the lowest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SimdLevel {
+    /// Portable Rust: every CPU, and the only path off x86-64.
+    Portable,
+    /// AVX2 and FMA: 256-bit tiles with 16 registers.
+    Avx2,
+    /// AVX-512F and AVX-512VL as well: taller tiles (32 registers) and wide symmetric passes.
+    Avx512,
+}
+
+impl SimdLevel {
+    /// Every level, from the lowest.
+    pub const ALL: [SimdLevel; 3] = [SimdLevel::Portable, SimdLevel::Avx2, SimdLevel::Avx512];
+
+    /// The level's name in `GKFDA_SIMD`: `none`, `avx2` or `avx512`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SimdLevel::Portable => "none",
+            SimdLevel::Avx2 => "avx2",
+            SimdLevel::Avx512 => "avx512",
+        }
+    }
+
+    /// The level named `name` (as [`SimdLevel::name`] gives it), or `None`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|level| level.name() == name)
+    }
+
+    /// The highest level this CPU supports, whatever the cap.
+    pub fn detected() -> Self {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let fma = is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma");
+            let avx512 =
+                is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vl");
+            match (fma, avx512) {
+                (true, true) => SimdLevel::Avx512,
+                (true, false) => SimdLevel::Avx2,
+                _ => SimdLevel::Portable,
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        SimdLevel::Portable
+    }
+
+    /// The cap a value of `GKFDA_SIMD` asks for: none when unset, empty or not a level's
+    /// name (the Python package warns about such a value when imported).
+    pub fn cap_from(value: Option<&str>) -> Option<Self> {
+        value.and_then(Self::from_name)
+    }
+}
+
+/// The level the engine runs at: [`SimdLevel::detected`], capped by `GKFDA_SIMD` as the
+/// process first asked (read once: every pass of a process takes the same path, so results
+/// do not depend on when the variable is changed).
+pub fn simd_level() -> SimdLevel {
+    static LEVEL: OnceLock<SimdLevel> = OnceLock::new();
+    *LEVEL.get_or_init(|| {
+        let value = std::env::var(SIMD_VARIABLE).ok();
+        let detected = SimdLevel::detected();
+        SimdLevel::cap_from(value.as_deref()).map_or(detected, |cap| detected.min(cap))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_caps_only_lower_the_level() {
+        for level in SimdLevel::ALL {
+            assert_eq!(SimdLevel::from_name(level.name()), Some(level));
+        }
+        assert_eq!(SimdLevel::cap_from(None), None);
+        assert_eq!(SimdLevel::cap_from(Some("")), None);
+        assert_eq!(SimdLevel::cap_from(Some("AVX2")), None);
+        assert_eq!(SimdLevel::cap_from(Some("none")), Some(SimdLevel::Portable));
+        assert!(SimdLevel::Portable < SimdLevel::Avx2 && SimdLevel::Avx2 < SimdLevel::Avx512);
+        assert!(simd_level() <= SimdLevel::detected());
+    }
+}
