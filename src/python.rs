@@ -457,7 +457,7 @@ fn default_tol(dtype: &str) -> PyResult<f64> {
 }
 
 /// The instruction-set level the engine runs at (`avx512`, `avx2` or `none`): the CPU's,
-/// capped by the environment variable `GKFDA_SIMD` as first read by this process.
+/// capped by the environment variable `GKFDA_SIMD` as read when the module was imported.
 #[pyfunction]
 fn simd_level() -> &'static str {
     cpu::simd_level().name()
@@ -472,6 +472,9 @@ fn simd_levels() -> (Vec<&'static str>, &'static str) {
 
 #[pymodule]
 fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    // The level is fixed here, at import, in the importing thread: `GKFDA_SIMD` is read
+    // before any thread of the package runs (and before a later `putenv` could race it).
+    cpu::simd_level();
     module.add_function(wrap_pyfunction!(kernel_matrix, module)?)?;
     module.add_function(wrap_pyfunction!(greedy_select, module)?)?;
     module.add_function(wrap_pyfunction!(greedy_select_many, module)?)?;

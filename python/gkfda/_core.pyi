@@ -91,8 +91,8 @@ def default_tol(dtype: str) -> float:
 def simd_level() -> str:
     """The instruction-set level the engine runs at: ``"avx512"``, ``"avx2"`` or ``"none"``.
 
-    The CPU's best, capped by the environment variable ``GKFDA_SIMD`` as first read by the
-    process.
+    The CPU's best, capped by the environment variable ``GKFDA_SIMD`` as read when the
+    module was imported.
     """
 
 def simd_levels() -> Tuple[List[str], str]:
