@@ -1,8 +1,10 @@
 //! Time of one pass over an m×m kernel (`passes::multiply`) for several numbers of
 //! right-hand sides: `cargo run --release --example pass_speed -- 4000 2` (m, threads).
 //! Passes with one or two right-hand sides read only the upper triangle of the symmetric
-//! kernel; the throughput printed counts the bytes of the whole kernel. The first line is
-//! the yardstick: a plain read of the kernel on the same threads (a sum, no products).
+//! kernel; the throughput printed counts the bytes of the whole kernel. The first line names
+//! the instruction set the passes use (`GKFDA_SIMD=avx2` or `none` caps it, [`gkfda::cpu`]);
+//! the second is the yardstick: a plain read of the kernel on the same threads (a sum, no
+//! products).
 //! The last lines time wide passes split by class, in `f64` and `f32`, against the same
 //! passes reading full rows (`passes::multiply_groups_full_rows`), in turns: on a CPU with
 //! AVX-512, 3 to 6 vectors read only the upper triangle.
@@ -41,6 +43,10 @@ fn main() {
         .num_threads(threads)
         .build()
         .expect("thread pool");
+    println!(
+        "engine instruction set: {}",
+        gkfda::cpu::simd_level().name()
+    );
     let gigabytes = (m * m * 8) as f64 / 1e9;
     let read_ms = median_ms(|| {
         let sum: f64 = pool.install(|| {

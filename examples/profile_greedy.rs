@@ -4,7 +4,8 @@
 //! of the whole program mostly the selection; `huge` puts the kernel on pages advised as huge
 //! pages, as NumPy advises the arrays the package builds its kernels in (Linux only). Under
 //! `valgrind --tool=callgrind` the instruction counts per function are repeatable, unlike
-//! timings on a shared machine.
+//! timings on a shared machine. `GKFDA_SIMD=avx2` (or `none`) runs the engine of a CPU
+//! without AVX-512 (or without AVX2 and FMA) on this one ([`gkfda::cpu`]).
 
 use gkfda::{greedy, kernel, GreedyParams, Kernel};
 use ndarray::Array2;
