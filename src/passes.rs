@@ -159,7 +159,7 @@ macro_rules! impl_dots {
                 #[cfg(target_arch = "x86_64")]
                 if has_fma() {
                     // SAFETY: AVX2 and FMA are available (checked just above).
-                    return unsafe { simd::$row_statistics(row, positive, negative, weight) };
+                    return unsafe { simd::$row_statistics([row], positive, negative, weight)[0] };
                 }
                 portable_row_statistics(row, positive, negative, weight)
             }
@@ -336,7 +336,7 @@ impl_dots!(
     8,
     dots_f64,
     row_statistics_f64,
-    row_statistics_4_f64,
+    row_statistics_512_f64,
     tile_f64,
     packed_tile_f64,
     packed_tile_512_f64,
@@ -352,7 +352,7 @@ impl_dots!(
     16,
     dots_f32,
     row_statistics_f32,
-    row_statistics_4_f32,
+    row_statistics_512_f32,
     tile_f32,
     packed_tile_f32,
     packed_tile_512_f32,
@@ -1083,188 +1083,118 @@ mod simd {
         _mm256_setzero_ps
     );
 
-    /// [`dots_f64`] of `row` with `[positive, negative, weight∘row]`.
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn row_statistics_f64(
-        row: &[f64],
-        positive: &[f64],
-        negative: &[f64],
-        weight: &[f64],
-    ) -> [f64; 3] {
-        let n = row.len();
-        assert!(positive.len() >= n && negative.len() >= n && weight.len() >= n);
-        let body = n - n % LANES;
-        let mut low = [_mm256_setzero_pd(); 3];
-        let mut high = [_mm256_setzero_pd(); 3];
-        let mut i = 0;
-        while i < body {
-            // SAFETY: i + 8 <= body <= n, within every slice (asserted above).
-            unsafe {
-                let r0 = _mm256_loadu_pd(row.as_ptr().add(i));
-                let r1 = _mm256_loadu_pd(row.as_ptr().add(i + 4));
-                for (j, x) in [positive, negative].into_iter().enumerate() {
-                    let x = x.as_ptr().add(i);
-                    low[j] = _mm256_fmadd_pd(r0, _mm256_loadu_pd(x), low[j]);
-                    high[j] = _mm256_fmadd_pd(r1, _mm256_loadu_pd(x.add(4)), high[j]);
-                }
-                let w = weight.as_ptr().add(i);
-                let w0 = _mm256_mul_pd(_mm256_loadu_pd(w), r0);
-                let w1 = _mm256_mul_pd(_mm256_loadu_pd(w.add(4)), r1);
-                low[2] = _mm256_fmadd_pd(r0, w0, low[2]);
-                high[2] = _mm256_fmadd_pd(r1, w1, high[2]);
-            }
-            i += LANES;
-        }
-        let mut result = [0.0; 3];
-        for j in 0..3 {
-            let mut lanes = [0.0f64; LANES];
-            // SAFETY: `lanes` holds exactly two 4-wide vectors.
-            unsafe {
-                _mm256_storeu_pd(lanes.as_mut_ptr(), low[j]);
-                _mm256_storeu_pd(lanes.as_mut_ptr().add(4), high[j]);
-            }
-            result[j] = with_tail(lanes, row, body, |l| {
-                [positive[l], negative[l], weight[l] * row[l]][j]
-            });
-        }
-        result
-    }
-
-    /// [`row_statistics_f64`] of four rows side by side, compiled where AVX-512VL gives
-    /// 32 registers for their 24 accumulators: each row's lanes take the same multiply-adds
-    /// in the same order, so its sums are bit for bit those of one row alone.
-    #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-    pub(super) unsafe fn row_statistics_4_f64(
-        rows: [&[f64]; 4],
-        positive: &[f64],
-        negative: &[f64],
-        weight: &[f64],
-    ) -> [[f64; 3]; 4] {
-        let n = rows[0].len();
-        assert!(rows.iter().all(|row| row.len() == n));
-        assert!(positive.len() >= n && negative.len() >= n && weight.len() >= n);
-        let body = n - n % LANES;
-        let mut low = [[_mm256_setzero_pd(); 3]; 4];
-        let mut high = [[_mm256_setzero_pd(); 3]; 4];
-        let mut i = 0;
-        while i < body {
-            // SAFETY: i + 8 <= body <= n, within every slice (asserted above).
-            unsafe {
-                let (p, q, w) = (
-                    positive.as_ptr().add(i),
-                    negative.as_ptr().add(i),
-                    weight.as_ptr().add(i),
-                );
-                for (o, row) in rows.iter().enumerate() {
-                    let r0 = _mm256_loadu_pd(row.as_ptr().add(i));
-                    let r1 = _mm256_loadu_pd(row.as_ptr().add(i + 4));
-                    for (j, x) in [p, q].into_iter().enumerate() {
-                        low[o][j] = _mm256_fmadd_pd(r0, _mm256_loadu_pd(x), low[o][j]);
-                        high[o][j] = _mm256_fmadd_pd(r1, _mm256_loadu_pd(x.add(4)), high[o][j]);
+    /// [`super::Dots::row_statistics`] of `ROWS` rows side by side: the dot products of
+    /// each row with `[positive, negative, weight∘row]` ([`dots_f64`], [`dots_f32`]). Each
+    /// row's lanes take the same multiply-adds in the same order whatever `ROWS`, so its sums
+    /// are bit for bit those of one row alone. Compiled for AVX2 (one row at a time) and
+    /// where AVX-512VL gives 32 registers for the 24 accumulators of four rows, which keep
+    /// more reads of `K` in flight.
+    macro_rules! row_statistics {
+        ($f64:ident, $f32:ident, $features:literal) => {
+            #[target_feature(enable = $features)]
+            pub(super) unsafe fn $f64<const ROWS: usize>(
+                rows: [&[f64]; ROWS],
+                positive: &[f64],
+                negative: &[f64],
+                weight: &[f64],
+            ) -> [[f64; 3]; ROWS] {
+                let n = rows.first().map_or(0, |row| row.len());
+                assert!(rows.iter().all(|row| row.len() == n));
+                assert!(positive.len() >= n && negative.len() >= n && weight.len() >= n);
+                let body = n - n % LANES;
+                let mut low = [[_mm256_setzero_pd(); 3]; ROWS];
+                let mut high = [[_mm256_setzero_pd(); 3]; ROWS];
+                let mut i = 0;
+                while i < body {
+                    // SAFETY: i + 8 <= body <= n, within every slice (asserted above).
+                    unsafe {
+                        let (p, q, w) = (
+                            positive.as_ptr().add(i),
+                            negative.as_ptr().add(i),
+                            weight.as_ptr().add(i),
+                        );
+                        for (o, row) in rows.iter().enumerate() {
+                            let r0 = _mm256_loadu_pd(row.as_ptr().add(i));
+                            let r1 = _mm256_loadu_pd(row.as_ptr().add(i + 4));
+                            for (j, x) in [p, q].into_iter().enumerate() {
+                                low[o][j] = _mm256_fmadd_pd(r0, _mm256_loadu_pd(x), low[o][j]);
+                                high[o][j] =
+                                    _mm256_fmadd_pd(r1, _mm256_loadu_pd(x.add(4)), high[o][j]);
+                            }
+                            let w0 = _mm256_mul_pd(_mm256_loadu_pd(w), r0);
+                            let w1 = _mm256_mul_pd(_mm256_loadu_pd(w.add(4)), r1);
+                            low[o][2] = _mm256_fmadd_pd(r0, w0, low[o][2]);
+                            high[o][2] = _mm256_fmadd_pd(r1, w1, high[o][2]);
+                        }
                     }
-                    let w0 = _mm256_mul_pd(_mm256_loadu_pd(w), r0);
-                    let w1 = _mm256_mul_pd(_mm256_loadu_pd(w.add(4)), r1);
-                    low[o][2] = _mm256_fmadd_pd(r0, w0, low[o][2]);
-                    high[o][2] = _mm256_fmadd_pd(r1, w1, high[o][2]);
+                    i += LANES;
                 }
-            }
-            i += LANES;
-        }
-        let mut result = [[0.0; 3]; 4];
-        for (o, row) in rows.iter().enumerate() {
-            for j in 0..3 {
-                let mut lanes = [0.0f64; LANES];
-                // SAFETY: `lanes` holds exactly two 4-wide vectors.
-                unsafe {
-                    _mm256_storeu_pd(lanes.as_mut_ptr(), low[o][j]);
-                    _mm256_storeu_pd(lanes.as_mut_ptr().add(4), high[o][j]);
-                }
-                result[o][j] = with_tail(lanes, row, body, |l| {
-                    [positive[l], negative[l], weight[l] * row[l]][j]
-                });
-            }
-        }
-        result
-    }
-
-    /// [`row_statistics_f32`] of four rows side by side (see [`row_statistics_4_f64`]).
-    #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-    pub(super) unsafe fn row_statistics_4_f32(
-        rows: [&[f32]; 4],
-        positive: &[f32],
-        negative: &[f32],
-        weight: &[f32],
-    ) -> [[f32; 3]; 4] {
-        let n = rows[0].len();
-        assert!(rows.iter().all(|row| row.len() == n));
-        assert!(positive.len() >= n && negative.len() >= n && weight.len() >= n);
-        let body = n - n % LANES;
-        let mut acc = [[_mm256_setzero_ps(); 3]; 4];
-        let mut i = 0;
-        while i < body {
-            // SAFETY: i + 8 <= body <= n, within every slice (asserted above).
-            unsafe {
-                let p = _mm256_loadu_ps(positive.as_ptr().add(i));
-                let q = _mm256_loadu_ps(negative.as_ptr().add(i));
-                let w = _mm256_loadu_ps(weight.as_ptr().add(i));
+                let mut result = [[0.0; 3]; ROWS];
                 for (o, row) in rows.iter().enumerate() {
-                    let r = _mm256_loadu_ps(row.as_ptr().add(i));
-                    acc[o][0] = _mm256_fmadd_ps(r, p, acc[o][0]);
-                    acc[o][1] = _mm256_fmadd_ps(r, q, acc[o][1]);
-                    acc[o][2] = _mm256_fmadd_ps(r, _mm256_mul_ps(w, r), acc[o][2]);
+                    for j in 0..3 {
+                        let mut lanes = [0.0f64; LANES];
+                        // SAFETY: `lanes` holds exactly two 4-wide vectors.
+                        unsafe {
+                            _mm256_storeu_pd(lanes.as_mut_ptr(), low[o][j]);
+                            _mm256_storeu_pd(lanes.as_mut_ptr().add(4), high[o][j]);
+                        }
+                        result[o][j] = with_tail(lanes, row, body, |l| {
+                            [positive[l], negative[l], weight[l] * row[l]][j]
+                        });
+                    }
                 }
+                result
             }
-            i += LANES;
-        }
-        let mut result = [[0.0; 3]; 4];
-        for (o, row) in rows.iter().enumerate() {
-            for j in 0..3 {
-                let mut lanes = [0.0f32; LANES];
-                // SAFETY: `lanes` holds exactly one 8-wide vector.
-                unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), acc[o][j]) };
-                result[o][j] = with_tail(lanes, row, body, |l| {
-                    [positive[l], negative[l], weight[l] * row[l]][j]
-                });
-            }
-        }
-        result
-    }
 
-    /// [`dots_f32`] of `row` with `[positive, negative, weight∘row]`.
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn row_statistics_f32(
-        row: &[f32],
-        positive: &[f32],
-        negative: &[f32],
-        weight: &[f32],
-    ) -> [f32; 3] {
-        let n = row.len();
-        assert!(positive.len() >= n && negative.len() >= n && weight.len() >= n);
-        let body = n - n % LANES;
-        let mut acc = [_mm256_setzero_ps(); 3];
-        let mut i = 0;
-        while i < body {
-            // SAFETY: i + 8 <= body <= n, within every slice (asserted above).
-            unsafe {
-                let r = _mm256_loadu_ps(row.as_ptr().add(i));
-                acc[0] = _mm256_fmadd_ps(r, _mm256_loadu_ps(positive.as_ptr().add(i)), acc[0]);
-                acc[1] = _mm256_fmadd_ps(r, _mm256_loadu_ps(negative.as_ptr().add(i)), acc[1]);
-                let w = _mm256_mul_ps(_mm256_loadu_ps(weight.as_ptr().add(i)), r);
-                acc[2] = _mm256_fmadd_ps(r, w, acc[2]);
+            #[target_feature(enable = $features)]
+            pub(super) unsafe fn $f32<const ROWS: usize>(
+                rows: [&[f32]; ROWS],
+                positive: &[f32],
+                negative: &[f32],
+                weight: &[f32],
+            ) -> [[f32; 3]; ROWS] {
+                let n = rows.first().map_or(0, |row| row.len());
+                assert!(rows.iter().all(|row| row.len() == n));
+                assert!(positive.len() >= n && negative.len() >= n && weight.len() >= n);
+                let body = n - n % LANES;
+                let mut acc = [[_mm256_setzero_ps(); 3]; ROWS];
+                let mut i = 0;
+                while i < body {
+                    // SAFETY: i + 8 <= body <= n, within every slice (asserted above).
+                    unsafe {
+                        let p = _mm256_loadu_ps(positive.as_ptr().add(i));
+                        let q = _mm256_loadu_ps(negative.as_ptr().add(i));
+                        let w = _mm256_loadu_ps(weight.as_ptr().add(i));
+                        for (o, row) in rows.iter().enumerate() {
+                            let r = _mm256_loadu_ps(row.as_ptr().add(i));
+                            acc[o][0] = _mm256_fmadd_ps(r, p, acc[o][0]);
+                            acc[o][1] = _mm256_fmadd_ps(r, q, acc[o][1]);
+                            acc[o][2] = _mm256_fmadd_ps(r, _mm256_mul_ps(w, r), acc[o][2]);
+                        }
+                    }
+                    i += LANES;
+                }
+                let mut result = [[0.0; 3]; ROWS];
+                for (o, row) in rows.iter().enumerate() {
+                    for j in 0..3 {
+                        let mut lanes = [0.0f32; LANES];
+                        // SAFETY: `lanes` holds exactly one 8-wide vector.
+                        unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), acc[o][j]) };
+                        result[o][j] = with_tail(lanes, row, body, |l| {
+                            [positive[l], negative[l], weight[l] * row[l]][j]
+                        });
+                    }
+                }
+                result
             }
-            i += LANES;
-        }
-        let mut result = [0.0; 3];
-        for j in 0..3 {
-            let mut lanes = [0.0f32; LANES];
-            // SAFETY: `lanes` holds exactly one 8-wide vector.
-            unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), acc[j]) };
-            result[j] = with_tail(lanes, row, body, |l| {
-                [positive[l], negative[l], weight[l] * row[l]][j]
-            });
-        }
-        result
+        };
     }
+    row_statistics!(row_statistics_f64, row_statistics_f32, "avx2,fma");
+    row_statistics!(
+        row_statistics_512_f64,
+        row_statistics_512_f32,
+        "avx512f,avx512vl,avx2,fma"
+    );
 
     /// Eight f64 partial sums per right-hand side in two 4-wide registers.
     #[target_feature(enable = "avx2,fma")]
