@@ -7,7 +7,8 @@
 //! of `K`, which is the cost floor of the greedy loop (DESIGN §4). A BLAS `dsymv`, which
 //! also reads one triangle, would neither fix the order of the sums nor split by class.
 //! Passes with one or two right-hand sides read only the upper triangle of the symmetric
-//! `K` (`symmetric_products`), and so do those with 3 to 6 on a CPU with AVX-512; wider
+//! `K` (`symmetric_products`), and so do those with 3 to 6 on a CPU with AVX-512 (where
+//! 2 to 6 take the wide tiles, lanes along the columns); wider
 //! ones, bound by arithmetic, read whole rows, each row once for up to 12 (`f64`) or 24
 //! (`f32`) right-hand sides (`products_packed`).
 
@@ -116,7 +117,7 @@ pub trait Dots: Sized {
     );
     /// Lanes of the wide symmetric tile: one AVX-512 register of `Self`.
     const WIDE_WIDTH: usize;
-    /// The tile of a wide symmetric pass (3 to 6 right-hand sides), lanes along
+    /// The tile of a wide symmetric pass (2 to 6 right-hand sides), lanes along
     /// the columns: `sums[o·stride + j] += rows[o][range]·rhs[j][range]` (a dot product
     /// over [`Dots::WIDE_WIDTH`] lanes, reduced pairwise) and, from the same load of each
     /// kernel element, `buffers[j][l − range.start] += Σ_o coefficients[o][j] · rows[o][l]`
@@ -1669,7 +1670,7 @@ fn band_starts(m: usize, bands: usize) -> Vec<usize> {
 /// band), both from one load of the element ([`Dots::symmetric_tile`]). The
 /// same multiply-adds as a full pass from half the bytes: for the one or two right-hand
 /// sides of a stage-1 pick, whose pass is bound by memory, ~1.5× faster at m = 4,000.
-/// With 3 to 6 right-hand sides on AVX-512 the wide tiles ([`Dots::symmetric_wide_tile`])
+/// With 2 to 6 right-hand sides on AVX-512 the wide tiles ([`Dots::symmetric_wide_tile`])
 /// take the same two halves, lanes along the columns; wider passes (a stage of 10) stay
 /// with full rows, where the transposed update's loads and stores of the buffers, once
 /// per 4 rows and right-hand side, made the triangle slower than the register tiles of
@@ -1700,7 +1701,13 @@ fn symmetric_products<F: Real>(
             overlapping |= group_of[l].replace(g).is_some();
         }
     }
-    let wide = r > 2;
+    // Two right-hand sides take the wide tile too where AVX-512 gives it its registers:
+    // the narrow 2 × 2 tile, sized for 16 registers, made a two-vector pass 1.4× slower
+    // than a one-vector pass at m = 4,000 (2.85 against 2.05 ms, `examples/pass_speed`),
+    // the wide one as fast as it (~1.8 ms). Those are the passes of a schur stage and of
+    // a stage of 2: stage-10 schur selections 1.11–1.22× faster, stage-2 hotelling
+    // 1.08–1.16× (`profile_greedy`, alternating builds, the same picks).
+    let wide = r > 2 || (r == 2 && has_avx512());
     // A row's transposed update goes to one group's outputs: groups sharing a column take
     // full rows, and so do wide passes with a column in no group (their tile updates both
     // halves).
@@ -1810,7 +1817,8 @@ struct SymmetricBand<'a, F: Real> {
     group_of: &'a [Option<usize>],
     segments: &'a [(std::ops::Range<usize>, Option<usize>)],
     width: usize,
-    /// Three or more right-hand sides: the wide tiles ([`Dots::symmetric_wide_tile`]).
+    /// Three or more right-hand sides, or two on AVX-512: the wide tiles
+    /// ([`Dots::symmetric_wide_tile`]).
     wide: bool,
     first_row: usize,
     /// Per row of the band and output: the lanes of the dot product right of the row's
@@ -1884,9 +1892,12 @@ impl<F: Real> SymmetricBand<'_, F> {
             let step = if self.wide { 1 } else { F::WIDTH };
             let body = piece.start..piece.start + piece.len() / step * step;
             match r {
+                _ if self.wide => {
+                    self.body_wide::<T>(&rows, i, column_group, row_group, body.clone())
+                }
                 1 => self.body::<T, 1>(&rows, i, column_group, row_group, body.clone()),
                 2 => self.body::<T, 2>(&rows, i, column_group, row_group, body.clone()),
-                _ => self.body_wide::<T>(&rows, i, column_group, row_group, body.clone()),
+                _ => unreachable!("narrow passes have one or two right-hand sides"),
             }
             // The columns left over, one by one.
             for (t, row) in rows.iter().enumerate() {
@@ -1967,7 +1978,7 @@ impl<F: Real> SymmetricBand<'_, F> {
 }
 
 impl<F: Real> SymmetricBand<'_, F> {
-    /// [`SymmetricBand::body`] for 3 to [`WIDE_SYMMETRIC_MAX`] right-hand sides: the wide
+    /// [`SymmetricBand::body`] for 2 (AVX-512) or 3 to [`WIDE_SYMMETRIC_MAX`] right-hand sides: the wide
     /// tiles, lanes along the columns, over the whole piece (its last columns masked).
     fn body_wide<const T: usize>(
         &mut self,
@@ -1986,12 +1997,13 @@ impl<F: Real> SymmetricBand<'_, F> {
         let sums = &mut self.scalars[(i - self.first_row) * stride + g * r..];
         let buffer = &mut self.buffer[h * r * len..(h + 1) * r * len];
         match r {
+            2 => wide_block::<F, T, 2>(rows, i, rhs, body, sums, stride, buffer, columns),
             3 => wide_block::<F, T, 3>(rows, i, rhs, body, sums, stride, buffer, columns),
             4 => wide_block::<F, T, 4>(rows, i, rhs, body, sums, stride, buffer, columns),
             5 => wide_block::<F, T, 5>(rows, i, rhs, body, sums, stride, buffer, columns),
             6 => wide_block::<F, T, 6>(rows, i, rhs, body, sums, stride, buffer, columns),
             _ => unreachable!(
-                "wide symmetric passes have 3 to {WIDE_SYMMETRIC_MAX} right-hand sides"
+                "wide symmetric passes have 2 to {WIDE_SYMMETRIC_MAX} right-hand sides"
             ),
         }
     }
@@ -2590,7 +2602,8 @@ mod tests {
             let one_class = vec![ColumnGroup::of_class::<F>(&contiguous, false)];
             let all = vec![ColumnGroup::all::<F>(m)];
             for groups in [all, split(&contiguous), split(&interleaved), one_class] {
-                for r in 3..=WIDE_SYMMETRIC_MAX {
+                // Two take the wide tiles on AVX-512, the narrow ones elsewhere.
+                for r in 2..=WIDE_SYMMETRIC_MAX {
                     let rhs: Vec<&[F]> = xs[..r].iter().map(Vec::as_slice).collect();
                     assert_symmetric_matches_full(
                         &kernel,
@@ -2800,7 +2813,7 @@ mod tests {
 
     fn check_wide_passes<F: Real>(widths: &[usize]) {
         // The packed tiles of passes reading full rows (`multiply_groups` reads the upper
-        // triangle for 3 to 6 right-hand sides on AVX-512). The two-thread passes share one workspace, largest first: nothing a pass leaves
+        // triangle for 2 to 6 right-hand sides on AVX-512). The two-thread passes share one workspace, largest first: nothing a pass leaves
         // in its buffers may reach the next.
         let mut workspace = Workspace::default();
         for &m in &[130usize, 1, 5, 37] {
