@@ -118,7 +118,8 @@ fn main() {
 }
 
 /// Wide passes split by class: the upper triangle by the wide symmetric tiles (where the
-/// CPU has AVX-512, for 3 to 6 vectors; full rows otherwise) against whole rows by the
+/// CPU has AVX-512, for 2 to 6 vectors; for 2 the narrow symmetric tiles, and full rows for
+/// more, otherwise) against whole rows by the
 /// packed tiles, in turns (7 rounds of medians of 21).
 fn wide_passes<F: Real>(
     pool: &rayon::ThreadPool,
@@ -132,7 +133,7 @@ fn wide_passes<F: Real>(
         ColumnGroup::of_class::<F>(labels, false),
     ];
     let mut workspace = Workspace::default();
-    for s in [3, 4, 5, 6, 8, 10, 12, 16, 20] {
+    for s in [2, 3, 4, 5, 6, 8, 10, 12, 16, 20] {
         let rhs: Vec<&[F]> = vectors[..s].iter().map(Vec::as_slice).collect();
         let (mut triangle, mut full) = (Vec::new(), Vec::new());
         for _ in 0..7 {

@@ -1005,7 +1005,7 @@ mod simd {
 
     /// The fused tile of a symmetric pass: each kernel element loaded feeds `R` FMAs of
     /// the dot products and `R` of the transposed update, whose buffer is loaded and
-    /// stored once per `ROWS` of them (4 rows × 1 or 2 × 2 keep all in 14 registers).
+    /// stored once per `ROWS` of them (4 rows, for 1 or 2 right-hand sides).
     macro_rules! symmetric_tile {
         ($name:ident, $t:ty, $w:literal, $load:ident, $store:ident, $fmadd:ident, $set1:ident, $zero:ident) => {
             #[target_feature(enable = "avx2,fma")]
@@ -1833,14 +1833,15 @@ impl<F: Real> SymmetricBand<'_, F> {
     /// The band's rows `rows`, tile by tile.
     #[inline(always)]
     fn all_tiles(&mut self, rows: std::ops::Range<usize>) {
-        // 4 rows × 1 right-hand side or 2 × 2: accumulators, factors, kernel elements,
-        // right-hand sides and buffers in 14 of the 16 SIMD registers.
-        // The wide tile: 4 rows × up to 6 right-hand sides, 24 of AVX-512's 32 registers.
-        let tile_rows = if self.rhs.len() == 1 || self.wide {
-            4
-        } else {
-            2
-        };
+        // 4 rows × 1 or 2 right-hand sides. For 2 the 8 accumulators and 8 factors leave
+        // too few of AVX2's 16 registers for the rest, yet the compiler's schedule of that
+        // tile beat the 2 × 2 tile that fits (14 registers): a two-vector pass at
+        // m = 4,000 in 2.1–2.2 against 2.7–3.0 ms (f64; f32 1.1 against 1.5), and
+        // selections whose passes have two right-hand sides 1.12–1.37× faster at the AVX2
+        // level, with the same picks (`GKFDA_SIMD=avx2`, `examples/pass_speed`,
+        // `examples/profile_greedy`). The wide tile: 4 rows × up to 6 right-hand sides,
+        // 24 of AVX-512's 32 registers.
+        let tile_rows = 4;
         let mut i = rows.start;
         while i < rows.end {
             // The transposed update goes to the buffer of the tile's group: one per tile.
