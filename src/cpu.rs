@@ -3,7 +3,7 @@
 //!
 //! The code paths differ in the last bits of their sums (a pass with 2 to 6 right-hand
 //! sides takes AVX-512's wide symmetric tiles there, and otherwise the narrow symmetric
-//! tile for 2 and full rows for 3 to 6; machines
+//! tiles for 2 to 4 and full rows for 5 and 6; machines
 //! without AVX2 and FMA run portable code and `f64::exp`). The cap lets one machine run the
 //! paths of another: CI on an AVX-512 machine tests the AVX2 and portable paths end to end,
 //! and a user reproduces, bit for bit, the selection values of a machine without AVX-512.

@@ -6,8 +6,8 @@
 //! `n_threads`; and all right-hand sides of a pick or a stage share one streaming read
 //! of `K`, which is the cost floor of the greedy loop (DESIGN §4). A BLAS `dsymv`, which
 //! also reads one triangle, would neither fix the order of the sums nor split by class.
-//! Passes with one or two right-hand sides read only the upper triangle of the symmetric
-//! `K` (`symmetric_products`), and so do those with 3 to 6 on a CPU with AVX-512 (where
+//! Passes with up to 4 right-hand sides read only the upper triangle of the symmetric
+//! `K` (`symmetric_products`), and so do those with 5 and 6 on a CPU with AVX-512 (where
 //! 2 to 6 take the wide tiles, lanes along the columns); wider
 //! ones, bound by arithmetic, read whole rows, each row once for up to 12 (`f64`) or 24
 //! (`f32`) right-hand sides (`products_packed`).
@@ -1629,10 +1629,18 @@ pub fn multiply_groups_at_rows<F: Real>(
 
 /// Whether a pass over an `m×m` kernel with `r` right-hand sides reads only its upper
 /// triangle: narrow passes, bound by memory, of kernels large enough to pay for the bands;
-/// and wide ones (a stage's) where AVX-512 gives the wide symmetric tile its 32 registers.
+/// and wider ones (a stage's) where AVX-512 gives the wide symmetric tile its 32 registers.
 pub(crate) fn reads_triangle(m: usize, r: usize) -> bool {
-    m >= SYMMETRIC_MIN_ORDER && (r <= 2 || (r <= WIDE_SYMMETRIC_MAX && has_avx512()))
+    m >= SYMMETRIC_MIN_ORDER
+        && (r <= NARROW_SYMMETRIC_MAX || (r <= WIDE_SYMMETRIC_MAX && has_avx512()))
 }
+
+/// Widest pass that reads only the upper triangle without AVX-512, by the narrow tiles of
+/// 4 rows: at m = 4,000 on the AVX2 level, 3 and 4 vectors split by class ran 1.2–1.46×
+/// faster than full rows (`f64` and `f32`), 5 and 6 at 0.9–1.05× (`examples/pass_speed`
+/// with `GKFDA_SIMD=avx2`); stage-3 hotelling selections 1.04–1.39× faster, stage-4
+/// projection 1.11–1.14×, the same picks.
+const NARROW_SYMMETRIC_MAX: usize = 4;
 
 /// Widest pass that reads only the upper triangle: a tile of 4 rows × 6 right-hand sides
 /// keeps its dot products in 24 of AVX-512's 32 registers. Wider passes read full rows:
@@ -1669,7 +1677,8 @@ fn band_starts(m: usize, bands: usize) -> Vec<usize> {
 /// row `i`) and `K[i,l]·x[i]` to output `l` (a multiply-add into a buffer of the row's
 /// band), both from one load of the element ([`Dots::symmetric_tile`]). The
 /// same multiply-adds as a full pass from half the bytes: for the one or two right-hand
-/// sides of a stage-1 pick, whose pass is bound by memory, ~1.5× faster at m = 4,000.
+/// sides of a stage-1 pick, whose pass is bound by memory, ~1.5× faster at m = 4,000;
+/// without AVX-512, up to [`NARROW_SYMMETRIC_MAX`] take these narrow tiles.
 /// With 2 to 6 right-hand sides on AVX-512 the wide tiles ([`Dots::symmetric_wide_tile`])
 /// take the same two halves, lanes along the columns; wider passes (a stage of 10) stay
 /// with full rows, where the transposed update's loads and stores of the buffers, once
@@ -1701,13 +1710,15 @@ fn symmetric_products<F: Real>(
             overlapping |= group_of[l].replace(g).is_some();
         }
     }
-    // Two right-hand sides take the wide tile too where AVX-512 gives it its registers:
-    // the narrow 2 × 2 tile, sized for 16 registers, made a two-vector pass 1.4× slower
-    // than a one-vector pass at m = 4,000 (2.85 against 2.05 ms, `examples/pass_speed`),
-    // the wide one as fast as it (~1.8 ms). Those are the passes of a schur stage and of
-    // a stage of 2: stage-10 schur selections 1.11–1.22× faster, stage-2 hotelling
-    // 1.08–1.16× (`profile_greedy`, alternating builds, the same picks).
-    let wide = r > 2 || (r == 2 && has_avx512());
+    // On AVX-512 two right-hand sides take the wide tile too: the narrow 2 × 2 tile made a
+    // two-vector pass 1.4× slower than a one-vector pass at m = 4,000 (2.85 against
+    // 2.05 ms, `examples/pass_speed`), the wide one as fast as it (~1.8 ms); a narrow
+    // 4 × 2 tile ran selections at 0.89–1.0× the wide one's speed. Those are the passes of a schur
+    // stage and of a stage of 2: stage-10 schur selections 1.11–1.22× faster, stage-2
+    // hotelling 1.08–1.16× (`profile_greedy`, alternating builds, the same picks).
+    // Elsewhere the wide tiles run their portable twin: only passes wider than the narrow
+    // tiles take it (the tests'; `reads_triangle` sends engines' passes to full rows).
+    let wide = r > NARROW_SYMMETRIC_MAX || (r >= 2 && has_avx512());
     // A row's transposed update goes to one group's outputs: groups sharing a column take
     // full rows, and so do wide passes with a column in no group (their tile updates both
     // halves).
@@ -1817,7 +1828,7 @@ struct SymmetricBand<'a, F: Real> {
     group_of: &'a [Option<usize>],
     segments: &'a [(std::ops::Range<usize>, Option<usize>)],
     width: usize,
-    /// Three or more right-hand sides, or two on AVX-512: the wide tiles
+    /// Two or more right-hand sides on AVX-512: the wide tiles
     /// ([`Dots::symmetric_wide_tile`]).
     wide: bool,
     first_row: usize,
@@ -1833,9 +1844,9 @@ impl<F: Real> SymmetricBand<'_, F> {
     /// The band's rows `rows`, tile by tile.
     #[inline(always)]
     fn all_tiles(&mut self, rows: std::ops::Range<usize>) {
-        // 4 rows × 1 or 2 right-hand sides. For 2 the 8 accumulators and 8 factors leave
-        // too few of AVX2's 16 registers for the rest, yet the compiler's schedule of that
-        // tile beat the 2 × 2 tile that fits (14 registers): a two-vector pass at
+        // 4 rows × 1 to 4 right-hand sides. From 2 the accumulators and factors leave too
+        // few of AVX2's 16 registers for the rest, yet the compiler's schedule of 4 × 2
+        // beat the 2 × 2 tile that fits (14 registers): a two-vector pass at
         // m = 4,000 in 2.1–2.2 against 2.7–3.0 ms (f64; f32 1.1 against 1.5), and
         // selections whose passes have two right-hand sides 1.12–1.37× faster at the AVX2
         // level, with the same picks (`GKFDA_SIMD=avx2`, `examples/pass_speed`,
@@ -1898,7 +1909,11 @@ impl<F: Real> SymmetricBand<'_, F> {
                 }
                 1 => self.body::<T, 1>(&rows, i, column_group, row_group, body.clone()),
                 2 => self.body::<T, 2>(&rows, i, column_group, row_group, body.clone()),
-                _ => unreachable!("narrow passes have one or two right-hand sides"),
+                3 => self.body::<T, 3>(&rows, i, column_group, row_group, body.clone()),
+                4 => self.body::<T, 4>(&rows, i, column_group, row_group, body.clone()),
+                _ => {
+                    unreachable!("narrow passes have 1 to {NARROW_SYMMETRIC_MAX} right-hand sides")
+                }
             }
             // The columns left over, one by one.
             for (t, row) in rows.iter().enumerate() {
@@ -1979,7 +1994,7 @@ impl<F: Real> SymmetricBand<'_, F> {
 }
 
 impl<F: Real> SymmetricBand<'_, F> {
-    /// [`SymmetricBand::body`] for 2 (AVX-512) or 3 to [`WIDE_SYMMETRIC_MAX`] right-hand sides: the wide
+    /// [`SymmetricBand::body`] for 2 to [`WIDE_SYMMETRIC_MAX`] right-hand sides on AVX-512: the wide
     /// tiles, lanes along the columns, over the whole piece (its last columns masked).
     fn body_wide<const T: usize>(
         &mut self,
@@ -2525,13 +2540,14 @@ mod tests {
                 ColumnGroup::of_class::<f64>(&labels, true),
                 ColumnGroup::of_class::<f64>(&labels, false),
             ];
-            let xs: Vec<Vec<f64>> = (0..2)
+            let xs: Vec<Vec<f64>> = (0..NARROW_SYMMETRIC_MAX)
                 .map(|j| (0..m).map(|i| ((i + 5 * j) % 7) as f64 - 3.0).collect())
                 .collect();
             // One class alone leaves columns (and rows) in no group.
             let one_class = vec![ColumnGroup::of_class::<f64>(&labels, false)];
             for groups in [vec![ColumnGroup::all::<f64>(m)], class_groups, one_class] {
-                for r in 1..=2 {
+                // Narrow tiles but on AVX-512, where 2 to 4 take the wide ones.
+                for r in 1..=NARROW_SYMMETRIC_MAX {
                     let rhs: Vec<&[f64]> = xs[..r].iter().map(Vec::as_slice).collect();
                     assert_symmetric_matches_full(&kernel, m, &rhs, &groups, 1e-9, &mut workspace);
                 }
@@ -2603,7 +2619,7 @@ mod tests {
             let one_class = vec![ColumnGroup::of_class::<F>(&contiguous, false)];
             let all = vec![ColumnGroup::all::<F>(m)];
             for groups in [all, split(&contiguous), split(&interleaved), one_class] {
-                // Two take the wide tiles on AVX-512, the narrow ones elsewhere.
+                // The wide tiles on AVX-512; elsewhere narrow ones (2 to 4) or full rows.
                 for r in 2..=WIDE_SYMMETRIC_MAX {
                     let rhs: Vec<&[F]> = xs[..r].iter().map(Vec::as_slice).collect();
                     assert_symmetric_matches_full(
@@ -2814,7 +2830,7 @@ mod tests {
 
     fn check_wide_passes<F: Real>(widths: &[usize]) {
         // The packed tiles of passes reading full rows (`multiply_groups` reads the upper
-        // triangle for 2 to 6 right-hand sides on AVX-512). The two-thread passes share one workspace, largest first: nothing a pass leaves
+        // triangle for up to 4 right-hand sides, 6 on AVX-512). The two-thread passes share one workspace, largest first: nothing a pass leaves
         // in its buffers may reach the next.
         let mut workspace = Workspace::default();
         for &m in &[130usize, 1, 5, 37] {
