@@ -28,8 +28,9 @@ def simd_level() -> str:
 
     The best the CPU offers, capped by the environment variable ``GKFDA_SIMD``, read once
     per process, when gkfda is imported: ``GKFDA_SIMD=avx2`` runs the code of a machine without AVX-512 (its
-    selections bit for bit: on AVX-512, passes with 3 to 6 right-hand sides sum the upper
-    triangle of the kernel, elsewhere whole rows), ``GKFDA_SIMD=none`` the portable code of
+    selections bit for bit: on AVX-512, passes with 2 to 6 right-hand sides sum the upper
+    triangle of the kernel by tiles with lanes along its columns, elsewhere those with 2 to 4
+    by tiles of rows and wider ones whole rows), ``GKFDA_SIMD=none`` the portable code of
     a machine without AVX2 and FMA. The cap never raises the level above the CPU's.
 
     >>> import gkfda
