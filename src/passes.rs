@@ -1005,7 +1005,7 @@ mod simd {
 
     /// The fused tile of a symmetric pass: each kernel element loaded feeds `R` FMAs of
     /// the dot products and `R` of the transposed update, whose buffer is loaded and
-    /// stored once per `ROWS` of them (4 rows, for 1 or 2 right-hand sides).
+    /// stored once per `ROWS` of them (4 rows, for 1 to 4 right-hand sides).
     macro_rules! symmetric_tile {
         ($name:ident, $t:ty, $w:literal, $load:ident, $store:ident, $fmadd:ident, $set1:ident, $zero:ident) => {
             #[target_feature(enable = "avx2,fma")]
@@ -1712,12 +1712,13 @@ fn symmetric_products<F: Real>(
     }
     // On AVX-512 two right-hand sides take the wide tile too: the narrow 2 × 2 tile made a
     // two-vector pass 1.4× slower than a one-vector pass at m = 4,000 (2.85 against
-    // 2.05 ms, `examples/pass_speed`), the wide one as fast as it (~1.8 ms); a narrow
-    // 4 × 2 tile ran selections at 0.89–1.0× the wide one's speed. Those are the passes of a schur
-    // stage and of a stage of 2: stage-10 schur selections 1.11–1.22× faster, stage-2
-    // hotelling 1.08–1.16× (`profile_greedy`, alternating builds, the same picks).
-    // Elsewhere the wide tiles run their portable twin: only passes wider than the narrow
-    // tiles take it (the tests'; `reads_triangle` sends engines' passes to full rows).
+    // 2.05 ms, `examples/pass_speed`), the wide one as fast as it (~1.8 ms), and a narrow
+    // 4 × 2 tile ran selections at 0.89–1.0× the wide one's speed. Two-vector passes are
+    // a schur stage's and a stage of 2's: stage-10 schur selections 1.14–1.34× faster,
+    // stage-2 hotelling 1.20–1.67× (`profile_greedy`, alternating builds, the same picks).
+    // Without AVX-512 only passes wider than the narrow tiles are wide, and they run the
+    // wide tile's portable twin: the tests' passes; `reads_triangle` gives the engine's
+    // full rows instead.
     let wide = r > NARROW_SYMMETRIC_MAX || (r >= 2 && has_avx512());
     // A row's transposed update goes to one group's outputs: groups sharing a column take
     // full rows, and so do wide passes with a column in no group (their tile updates both
