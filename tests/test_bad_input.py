@@ -537,3 +537,43 @@ def test_core_kernel_matrix_bad_input(data):
     with pytest.raises(ValueError, match=r"^degree: must be at least 1"):
         _core.kernel_matrix(X, kernel="poly", degree=0)
     assert _core.kernel_matrix(X).shape == (20, 20)
+
+
+def test_refusal_counts_the_selection_and_the_model(monkeypatch):
+    # A kernel that fits, with too little left for the selection's terms and the model.
+    from gkfda import _validation
+
+    rng = np.random.default_rng(0)
+    m, k = 1000, 100
+    X = rng.normal(size=(m, 2))
+    y = np.arange(m) % 2
+    kernel_bytes = m * m * 8
+    working = _validation.fit_working_bytes(m, k, 1, np.float64)
+    assert working >= 3 * k * m * 8  # u, v and a direction a pick
+    monkeypatch.setattr(_validation, "available_memory", lambda: kernel_bytes + working // 2)
+    with pytest.raises(MemoryError, match=r"^X: a fit of 1000 samples with k=100 needs [\d.]+ GiB "
+                                          r"\(the 1000×1000 float64 kernel matrix [\d.]+ GiB, "
+                                          r"the selection and the model [\d.]+ GiB\) but only"):
+        GreedyKFDA(k=k).fit(X, y)
+    monkeypatch.setattr(_validation, "available_memory", lambda: kernel_bytes + working + 2**20)
+    assert GreedyKFDA(k=k).fit(X, y).k_ > 0  # fitted (this noise may stop the selection early)
+    # One-vs-rest: three selections may run side by side, each with its terms.
+    y3 = np.arange(m) % 3
+    with pytest.raises(MemoryError, match="the selection and the model"):
+        GreedyKFDA(k=k).fit(X, y3)
+
+
+def test_refusal_of_a_precomputed_kernel_counts_only_a_copy(monkeypatch):
+    from gkfda import _validation
+
+    rng = np.random.default_rng(0)
+    m, k = 600, 40
+    K = rbf_kernel(rng.normal(size=(m, 2)), gamma=0.5)
+    y = np.arange(m) % 2
+    working = _validation.fit_working_bytes(m, k, 1, np.float64)
+    monkeypatch.setattr(_validation, "available_memory", lambda: working + 2**20)
+    # Used as it is: only the working memory is needed.
+    assert GreedyKFDA(k=k, kernel="precomputed").fit(K, y).k_ > 0
+    # Converted to float32: the copy is counted too.
+    with pytest.raises(MemoryError, match=r"the 600×600 float32 kernel matrix"):
+        GreedyKFDA(k=k, kernel="precomputed", dtype="float32").fit(K, y)

@@ -89,15 +89,31 @@ def available_memory() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")  # pragma: no cover
 
 
-def check_kernel_fits(rows: int, cols: int, dtype, argument: str = "X") -> None:
-    """Refuse, before allocating, a kernel matrix that cannot fit in memory."""
-    needed = int(rows) * int(cols) * np.dtype(dtype).itemsize
+def fit_working_bytes(m: int, k: int, selections: int, dtype) -> int:
+    """Bytes a fit needs beside its kernel matrix: each selection's rank-one terms (at most
+    three ``m``-vectors a pick: ``u``, ``v`` and an ``ortho-*`` direction), for as many
+    selections as may run side by side (one-vs-rest shares its passes), and the model's
+    ``m×k`` kernel columns with their float64 copy and features."""
+    itemsize = np.dtype(dtype).itemsize
+    terms = int(selections) * 3 * int(k) * int(m) * itemsize
+    model = int(m) * int(k) * (itemsize + 2 * 8)
+    return terms + model
+
+
+def check_fit_fits(m: int, k: int, selections: int, dtype, kernel_bytes: int, argument: str = "X") -> None:
+    """Refuse, before allocating, a fit that cannot fit in memory: its ``kernel_bytes`` of
+    kernel matrices still to be made, and the working memory of its selections and model."""
+    dtype = np.dtype(dtype)
+    working = fit_working_bytes(m, k, selections, dtype)
+    needed = int(kernel_bytes) + working
     available = available_memory()
     if needed > available:
+        kernel = f"the {m}×{m} {dtype.name} kernel matrix {kernel_bytes / 2**30:.2f} GiB, " if kernel_bytes else ""
         raise MemoryError(
-            f"{argument}: the {rows}×{cols} {np.dtype(dtype).name} kernel matrix needs "
-            f"{needed / 2**30:.2f} GiB but only {available / 2**30:.2f} GiB is available; use fewer samples"
-            + (" or dtype='float32'" if np.dtype(dtype) == np.float64 else "")
+            f"{argument}: a fit of {m} samples with k={k} needs {needed / 2**30:.2f} GiB "
+            f"({kernel}the selection and the model {working / 2**30:.2f} GiB) but only "
+            f"{available / 2**30:.2f} GiB is available; use fewer samples"
+            + (" or dtype='float32'" if dtype == np.float64 else "")
         )
 
 

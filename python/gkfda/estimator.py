@@ -20,7 +20,7 @@ from ._validation import (
     check_dtype,
     check_finite,
     check_int,
-    check_kernel_fits,
+    check_fit_fits,
     check_precomputed_kernel,
     check_real,
     thread_count,
@@ -179,13 +179,24 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
 
     # -- kernels ----------------------------------------------------------------------
 
-    def _training_kernel(self, X, dtype, threads):
+    def _training_kernel(self, X, dtype, threads, k, selections):
+        """The training kernel in ``dtype``, once the whole fit is known to fit in memory
+        (``k`` bases for each of ``selections`` problems)."""
         m = X.shape[0]
+        entries = m * m
         if self.kernel == "precomputed":
+            # The caller's kernel is used as it is, or converted to ``dtype`` in a copy.
+            copy_bytes = 0 if np.asarray(X).dtype == dtype else entries * np.dtype(dtype).itemsize
+            check_fit_fits(m, k, selections, dtype, copy_bytes)
             K = _convert(X, dtype, "X")
             check_precomputed_kernel(K)
             return K
-        check_kernel_fits(m, m, dtype)
+        if callable(self.kernel):
+            # The callable's float64 matrix, and its float32 copy.
+            kernel_bytes = entries * 8 + (entries * 4 if np.dtype(dtype) == np.float32 else 0)
+        else:
+            kernel_bytes = entries * np.dtype(dtype).itemsize
+        check_fit_fits(m, k, selections, dtype, kernel_bytes)
         if callable(self.kernel):
             K = _check_callable_output(np.asarray(self.kernel(X, X), dtype=np.float64), (m, m))
             K = _convert(K, dtype, "kernel")
@@ -269,9 +280,9 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         else:
             by_class = np.argsort(y_index, kind="stable")
             X_ordered = X[by_class]
-        K = self._training_kernel(X_ordered, dtype, threads)
-        y_sorted = y_index[by_class]
         binary = len(self.classes_) == 2
+        K = self._training_kernel(X_ordered, dtype, threads, k, 1 if binary else len(self.classes_))
+        y_sorted = y_index[by_class]
         targets = [y_sorted == 1] if binary else [y_sorted == c for c in range(len(self.classes_))]
         selections = self._select(K, targets, k, rng, threads, by_class)
         self._models = [
