@@ -9,7 +9,7 @@
 //! |-------------|------------------|----------|-------------------------|
 //! | hotelling   | `(x'K_t x) x`    | `x`      | one (`[x, Dx]`)         |
 //! | projection  | `x`              | `K_t'x`  | one (`[x, Dx]`)         |
-//! | schur       | `K_t x/(x'K_t x)`| `K_t'x`  | two (`x`, then `Du`); `S+1` per stage |
+//! | schur       | `K_t x/(x'K_t x)`| `K_t'x`  | two (`x`, then `Du`); `S+1` per stage; one for `pseudo` and `random` |
 //!
 //! with `x = τ = c_i/‖c_i‖`, or for the `ortho-*` forms `τ` Gram–Schmidt-orthogonalised
 //! against the earlier directions. For the hotelling and projection families a stage of
@@ -17,7 +17,11 @@
 //! stage is a combination of the stage-start columns (and earlier directions, whose
 //! products are kept), so each vector carries its products with `K_0` along
 //! (`Tracked`). Schur's `u = K_t x/λ` leaves that span, so its picks stay sequential.
-//! A read with one or two right-hand sides touches only the upper triangle of the
+//! Its second read, `h = K_t'Du`, serves only `d`, which only ranks candidates: for the
+//! criteria that need `d` just to skip numerically explained columns (`pseudo`, `random`)
+//! the schur family keeps no `d` and checks the best-ranked candidates' own columns
+//! instead, one read a pick.
+//! A read with up to four right-hand sides touches only the upper triangle of the
 //! symmetric `K_0` ([`passes::multiply_groups`]). With the classes contiguous (as
 //! `GreedyKFDA.fit` orders them) each pass splits by class, and a wide pass also reads
 //! the earlier terms as extra rows, for the stage's products with them
@@ -100,6 +104,14 @@ impl Criterion {
 
     fn uses_denominator(self) -> bool {
         matches!(self, Criterion::Optimal | Criterion::Reverse)
+    }
+
+    /// Whether the best candidates are few to check one by one: the score needs no `d`,
+    /// and the best-scored columns are rarely numerically explained (`pseudo` ranks the
+    /// largest `|c'y|` first, `random` any column; `reverse-pseudo` would rank the explained
+    /// columns, whose `c'y` is ~0, first).
+    fn checks_candidates_one_by_one(self) -> bool {
+        matches!(self, Criterion::Pseudo | Criterion::Random)
     }
 }
 
@@ -349,6 +361,11 @@ struct Engine<'a, F: Real> {
     vs: Vec<Vec<F>>,
     /// `λ_r` of the hotelling and projection families (1 for projection).
     lambdas: Vec<F>,
+    /// Whether `d` is kept: the criteria that rank without it (`pseudo`, `random`) in the
+    /// schur family check each candidate's own column instead
+    /// ([`Engine::admissible_candidates`]), and their picks then need one pass over `K_0`,
+    /// not two (`h = K_t'Du` serves only `d`).
+    tracks_d: bool,
     /// Earlier `ortho-schur` directions `q`. Those of `ortho-hotelling` are its `v`, those
     /// of `ortho-projection` its `u` ([`Engine::ortho_basis`]): not stored twice.
     ortho: Vec<Vec<F>>,
@@ -615,11 +632,16 @@ impl<'a, F: Real> Engine<'a, F> {
                 u_neg += *value;
             }
         }
+        for ((p, n), &v) in self.p.iter_mut().zip(self.n.iter_mut()).zip(v) {
+            *p -= v * u_pos;
+            *n -= v * u_neg;
+        }
+        if !self.tracks_d {
+            return;
+        }
         let udu = self.weighted_norm2(u);
         let two = F::from_f64(2.0);
         for i in 0..self.m {
-            self.p[i] -= v[i] * u_pos;
-            self.n[i] -= v[i] * u_neg;
             self.d[i] -= two * v[i] * h[i] - udu * v[i] * v[i];
         }
     }
@@ -707,6 +729,7 @@ impl<'a, F: Real> Engine<'a, F> {
             vs: Vec::new(),
             lambdas: Vec::new(),
             ortho: Vec::new(),
+            tracks_d: true,
             class_groups: (passes::ColumnGroup::count_runs(positive) * MIN_CLASS_RUN <= m).then(
                 || {
                     [
@@ -738,7 +761,7 @@ impl<'a, F: Real> Engine<'a, F> {
     ) -> Vec<usize> {
         let mut scored: Vec<(F, usize)> = Vec::new();
         for i in 0..self.m {
-            if blocked[i] || self.d[i] <= self.threshold[i] {
+            if blocked[i] || (self.tracks_d && self.d[i] <= self.threshold[i]) {
                 continue;
             }
             let a = self.p[i] - self.n[i];
@@ -766,6 +789,37 @@ impl<'a, F: Real> Engine<'a, F> {
         }
         scored.sort_by(best_first);
         scored.into_iter().map(|(_, i)| i).collect()
+    }
+
+    /// [`Engine::ranked_candidates`] without `d`: every unblocked candidate ranked by its
+    /// score, then taken in that order while its own column `c` of `K_t` is not numerically
+    /// explained (`c'Dc`, the `d` it would have, above its threshold), until `take` are
+    /// found; the same candidates as with `d` kept. Returns them, best first, and the first
+    /// one's column.
+    fn admissible_candidates(
+        &self,
+        criterion: Criterion,
+        blocked: &[bool],
+        rank: &[usize],
+        take: usize,
+    ) -> (Vec<usize>, Option<Vec<F>>) {
+        let ranked = self.ranked_candidates(criterion, blocked, rank, self.m);
+        let mut picks = Vec::with_capacity(take);
+        let mut first_column = None;
+        for i in ranked {
+            let column = self.columns(&[i]).pop().expect("one column");
+            if self.weighted_norm2(&column) <= self.threshold[i] {
+                continue;
+            }
+            if picks.is_empty() {
+                first_column = Some(column);
+            }
+            picks.push(i);
+            if picks.len() == take {
+                break;
+            }
+        }
+        (picks, first_column)
     }
 
     /// The earlier `ortho-*` directions `q` of a family: `ortho-hotelling`'s are its `v`
@@ -1112,9 +1166,11 @@ impl<'a, F: Real> Engine<'a, F> {
     /// fixed, so the second read of a pick is shared with the first read of the next:
     /// `S + 1` reads of `K_0` per stage. The pick's statistics update waits for its `h`;
     /// nothing in between reads the statistics (columns and directions use `U`, `V`).
+    /// `first_column`, if given, is the first pick's column, already computed.
     fn schur_stage(
         &mut self,
         picks: &[usize],
+        mut first_column: Option<Vec<F>>,
         ortho: bool,
         tol: f64,
         chosen: &mut Vec<usize>,
@@ -1127,7 +1183,10 @@ impl<'a, F: Real> Engine<'a, F> {
             if stop.load(Ordering::Relaxed) {
                 return;
             }
-            let column = self.columns(&[i]).pop().expect("one column");
+            let column = match first_column.take() {
+                Some(column) => column,
+                None => self.columns(&[i]).pop().expect("one column"),
+            };
             if s > 0 && self.weighted_norm2(&column) <= self.threshold[i] {
                 continue;
             }
@@ -1155,7 +1214,11 @@ impl<'a, F: Real> Engine<'a, F> {
             }
             // Schur deflation keeps K_t symmetric, so K_t x = K_t'x = v and u = v/λ.
             let u: Vec<F> = v.iter().map(|&value| value / lambda).collect();
-            pending = Some(self.weighted(&u));
+            if self.tracks_d {
+                pending = Some(self.weighted(&u));
+            } else {
+                self.update_statistics(&u, &v, &[]);
+            }
             self.us.push(u);
             self.vs.push(v);
         }
@@ -1505,6 +1568,10 @@ fn run_selection<F: Real>(
     engine.target = params.k;
     let family = params.deflation.family();
     let ortho = params.deflation.is_ortho();
+    // The schur family's two passes a pick are `K_t x` and `h = K_t'Du`, and `h` serves
+    // only `d`: criteria that rank without `d` check their candidates' own columns instead
+    // and take one pass a pick.
+    engine.tracks_d = !(family == Family::Schur && params.criterion.checks_candidates_one_by_one());
     let mut blocked = vec![false; m];
     let mut chosen = Vec::with_capacity(params.k);
     let mut stopped_early = false;
@@ -1513,7 +1580,12 @@ fn run_selection<F: Real>(
             return Err(Error::Interrupted);
         }
         let take = params.stages.min(params.k - chosen.len());
-        let picks = engine.ranked_candidates(params.criterion, &blocked, &rank, take);
+        let (picks, first_column) = if engine.tracks_d {
+            let picks = engine.ranked_candidates(params.criterion, &blocked, &rank, take);
+            (picks, None)
+        } else {
+            engine.admissible_candidates(params.criterion, &blocked, &rank, take)
+        };
         if picks.is_empty() {
             stopped_early = true;
             break;
@@ -1527,7 +1599,7 @@ fn run_selection<F: Real>(
             Family::Hotelling | Family::Projection => {
                 engine.fused_stage(picks, family, ortho, params.stages == 1, tol, &mut chosen)
             }
-            Family::Schur => engine.schur_stage(picks, ortho, tol, &mut chosen, stop),
+            Family::Schur => engine.schur_stage(picks, first_column, ortho, tol, &mut chosen, stop),
         }
     }
     Ok(Selection {
@@ -1765,22 +1837,30 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_last_stage_that_skips_a_pick_is_done_again_from_the_whole_pass() {
-        // The projection family's last stage reads only its picks' rows; a copy of the best
-        // point, picked with it and then explained by it, leaves the stage one short.
-        let (kernel, positive) = class_sorted_problem(150, 3, 5);
-        let pseudo = |k, deflation, stages| GreedyParams {
+    /// The `pseudo` criterion's parameters, on two threads.
+    fn pseudo_params(k: usize, deflation: Deflation, stages: usize) -> GreedyParams {
+        GreedyParams {
             k,
             criterion: Criterion::Pseudo,
             deflation,
             stages,
             n_threads: 2,
             ..GreedyParams::default()
-        };
-        let best = select(kernel.view(), &positive, &pseudo(1, Deflation::None, 1))
-            .unwrap()
-            .indices[0];
+        }
+    }
+
+    #[test]
+    fn a_last_stage_that_skips_a_pick_is_done_again_from_the_whole_pass() {
+        // The projection family's last stage reads only its picks' rows; a copy of the best
+        // point, picked with it and then explained by it, leaves the stage one short.
+        let (kernel, positive) = class_sorted_problem(150, 3, 5);
+        let best = select(
+            kernel.view(),
+            &positive,
+            &pseudo_params(1, Deflation::None, 1),
+        )
+        .unwrap()
+        .indices[0];
         let order: Vec<usize> = (0..kernel.nrows())
             .flat_map(|i| vec![i; 1 + usize::from(i == best)])
             .collect();
@@ -1794,7 +1874,7 @@ mod tests {
             .into_iter()
             .flat_map(|deflation| [(deflation, 4), (deflation, 8)]);
         for (deflation, k) in cases {
-            let params = pseudo(k, deflation, k);
+            let params = pseudo_params(k, deflation, k);
             let selection = select(kernel.view(), &positive, &params).unwrap();
             assert!(selection.indices.contains(&best), "{deflation:?}");
             assert!(!selection.indices.contains(&(best + 1)), "{deflation:?}");
@@ -1862,6 +1942,54 @@ mod tests {
         assert_eq!(count(&sorted, Deflation::OrthoProjection, 10), 1 + 2 - 1);
         assert_eq!(count(&sorted, Deflation::Projection, 2), 1 + 10);
         assert_eq!(count(&sorted, Deflation::Hotelling, 5), 1 + 4);
+    }
+
+    #[test]
+    fn schur_picks_ranked_without_d_take_one_pass_and_stop_as_explicit_deflation() {
+        // `pseudo` and `random` rank without `d`: one pass a schur pick, none for `h`.
+        let (kernel, positive) = problem(90, 3, 7);
+        for (deflation, stages) in [
+            (Deflation::Schur, 1),
+            (Deflation::Schur, 5),
+            (Deflation::OrthoSchur, 10),
+        ] {
+            let params = pseudo_params(20, deflation, stages);
+            let selection = select(kernel.view(), &positive, &params).unwrap();
+            assert_eq!(selection.kernel_passes, 1 + 20, "{deflation:?} S={stages}");
+            assert_eq!(
+                selection.indices,
+                explicit_select(&kernel, &positive, &params),
+                "{deflation:?} S={stages}"
+            );
+            let random = GreedyParams {
+                criterion: Criterion::Random,
+                ..params.clone()
+            };
+            assert_eq!(
+                select(kernel.view(), &positive, &random)
+                    .unwrap()
+                    .kernel_passes,
+                1 + 20
+            );
+        }
+        // A kernel of rank 3: after three picks every column is explained, and the checks
+        // one by one find no admissible candidate, as explicit deflation finds none.
+        let x = Array2::from_shape_fn((60, 3), |(i, j)| ((i * 7 + j * 13) % 11) as f64 - 5.0);
+        let kernel = x.dot(&x.t());
+        let positive: Vec<bool> = (0..60).map(|i| i % 3 == 0).collect();
+        for deflation in [Deflation::Schur, Deflation::OrthoSchur] {
+            for stages in [1, 2] {
+                let params = pseudo_params(10, deflation, stages);
+                let selection = select(kernel.view(), &positive, &params).unwrap();
+                assert!(selection.stopped_early, "{deflation:?} S={stages}");
+                assert!(selection.indices.len() <= 3, "{deflation:?} S={stages}");
+                assert_eq!(
+                    selection.indices,
+                    explicit_select(&kernel, &positive, &params),
+                    "{deflation:?} S={stages}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 from sklearn.datasets import make_moons
+from sklearn.utils import check_random_state
 
 import gkfda
 from gkfda import _core, reference
@@ -111,12 +112,20 @@ def test_selection_does_not_depend_on_thread_count(deflation, stages):
     )
 
 
-def test_early_stop_agrees_with_reference():
+# `pseudo` and `random` in the schur family check their candidates' columns one by one
+# instead of keeping `d`: their early stops too must be the reference's.
+@pytest.mark.parametrize("criterion", ["optimal", "pseudo", "random"])
+@pytest.mark.parametrize("stages", [1, 3])
+def test_early_stop_agrees_with_reference(criterion, stages):
     X, y = make_moons(400, noise=0.1, random_state=0)
     y = np.where(y == 1, 1, -1)
     K = _core.kernel_matrix(np.ascontiguousarray(X), kernel="rbf", gamma=0.05)
-    expected = reference.select(K, y, 150, "optimal", "schur")
-    indices, stopped_early, _ = _core.greedy_select(K, y > 0, 150, criterion="optimal", deflation="schur")
+    # The reference draws its order from the seed as scikit-learn's RandomState does.
+    order = check_random_state(3).permutation(len(y)) if criterion == "random" else None
+    expected = reference.select(K, y, 150, criterion, "schur", stages, random_state=3)
+    indices, stopped_early, _ = _core.greedy_select(
+        K, y > 0, 150, criterion=criterion, deflation="schur", stages=stages, random_order=order
+    )
     assert stopped_early and len(expected) < 150
     np.testing.assert_array_equal(indices, expected)
 
