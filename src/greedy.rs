@@ -803,23 +803,33 @@ impl<'a, F: Real> Engine<'a, F> {
         rank: &[usize],
         take: usize,
     ) -> (Vec<usize>, Option<Vec<F>>) {
-        let ranked = self.ranked_candidates(criterion, blocked, rank, self.m);
         let mut picks = Vec::with_capacity(take);
         let mut first_column = None;
-        for i in ranked {
-            let column = self.columns(&[i]).pop().expect("one column");
-            if self.weighted_norm2(&column) <= self.threshold[i] {
-                continue;
+        // The best `ranking` by score, a prefix of any longer ranking (ties go to the lowest
+        // index): usually the first `take` are admissible, and an O(m) selection finds
+        // them where a sort of every candidate took ~0.15 ms a pick at m = 4,000.
+        let (mut ranking, mut checked) = (take, 0);
+        loop {
+            let ranked = self.ranked_candidates(criterion, blocked, rank, ranking);
+            for &i in &ranked[checked..] {
+                let column = self.columns(&[i]).pop().expect("one column");
+                if self.weighted_norm2(&column) <= self.threshold[i] {
+                    continue;
+                }
+                if picks.is_empty() {
+                    first_column = Some(column);
+                }
+                picks.push(i);
+                if picks.len() == take {
+                    return (picks, first_column);
+                }
             }
-            if picks.is_empty() {
-                first_column = Some(column);
+            if ranked.len() < ranking {
+                return (picks, first_column); // every candidate checked
             }
-            picks.push(i);
-            if picks.len() == take {
-                break;
-            }
+            checked = ranked.len();
+            ranking = ranking.saturating_mul(4);
         }
-        (picks, first_column)
     }
 
     /// The earlier `ortho-*` directions `q` of a family: `ortho-hotelling`'s are its `v`
