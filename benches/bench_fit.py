@@ -47,13 +47,15 @@ import time
 
 import numpy as np
 
-from gkfda import DEFLATIONS, GreedyKFDA, _core, reference, simd_level
+from gkfda import CRITERIA, DEFLATIONS, GreedyKFDA, _core, reference, simd_level
 from timing import median_time, wait_for_idle_cores
 
 SECTIONS = ("floor", "stages", "float32", "memory", "kernel", "large", "path", "loop", "multiclass", "spin")
 
 
 CLASS_SORTED = True
+# The selection criterion of the floor, stages and float32 sections (`--criterion`).
+CRITERION = "optimal"
 
 
 def paired_times(first, second, repeats, before_pair=None):
@@ -87,9 +89,9 @@ def problem(m, d, dtype, seed=0):
     return X, y
 
 
-def select(K, y, k, deflation, stages, threads, criterion="optimal"):
-    return _core.greedy_select(K, y > 0, k, criterion=criterion, deflation=deflation, stages=stages,
-                               n_threads=threads)[0]
+def select(K, y, k, deflation, stages, threads, criterion=None):
+    return _core.greedy_select(K, y > 0, k, criterion=criterion or CRITERION, deflation=deflation,
+                               stages=stages, n_threads=threads)[0]
 
 
 def gemv_time(K, repeats=30):
@@ -123,7 +125,7 @@ def section_floor(args):
         same = "—"
         if not args.no_reference:
             ref_time = median_time(
-                lambda: indices.__setitem__("ref", reference.select(K, y, args.k, "optimal", deflation)),
+                lambda: indices.__setitem__("ref", reference.select(K, y, args.k, CRITERION, deflation)),
                 args.reference_repeats,
             )
             same = "yes" if np.array_equal(indices["rust"], indices["ref"]) else "NO"
@@ -146,11 +148,12 @@ def products_per_pick(deflation):
     """Products with ``K`` per pick, the same at any number of stages: one per pick for the
     hotelling and projection families with the classes split (one multiply-add per kernel
     element gives ``K x`` and ``K D x``), two with them mixed (``[x, Dx]``), two for the schur
-    family (``K x`` and ``K D u``); none without deflation."""
+    family (``K x`` and ``K D u``; one with the ``pseudo`` and ``random`` criteria, which keep
+    no ``d`` and so need no ``K D u``); none without deflation."""
     if deflation == "none":
         return 0
     if deflation.endswith("schur"):
-        return 2
+        return 1 if CRITERION in ("pseudo", "random") else 2
     return 1 if CLASS_SORTED else 2
 
 
@@ -326,7 +329,8 @@ def section_path(args):
     ks = list(range(10, args.k + 1, 10))
     model = GreedyKFDA(k=args.k, gamma=1.0 / args.d, n_jobs=args.threads)
     K = _core.kernel_matrix(X, kernel="rbf", gamma=1.0 / args.d, n_threads=args.threads)
-    greedy = median_time(lambda: select(K, y, args.k, "schur", 1, args.threads), args.repeats, settle=True)
+    greedy = median_time(lambda: select(K, y, args.k, "schur", 1, args.threads, "optimal"), args.repeats,
+                         settle=True)
     model.fit(X, y)
     path = median_time(lambda: model.error_path(X_valid, y_valid, ks), args.repeats, settle=True)
     truncations = median_time(lambda: [model.truncate(k) for k in ks], args.repeats, settle=True)
@@ -364,7 +368,8 @@ def section_loop(args):
         for deflation, classes in (("schur", 2), ("projection", 2), ("schur", 3)):
             y = y_binary if classes == 2 else np.digitize(X[:, 0] + np.sin(X[:, 1]), [-0.5, 0.5])
             model = GreedyKFDA(k=k, gamma=1.0 / args.d, deflation=deflation, n_jobs=args.threads)
-            greedy = median_time(lambda: select(K, y_binary, k, deflation, 1, args.threads), args.repeats)
+            greedy = median_time(lambda: select(K, y_binary, k, deflation, 1, args.threads, "optimal"),
+                                 args.repeats)
 
             def fits(flag):
                 blas_on_one_thread(flag)
@@ -522,12 +527,15 @@ def main(argv=None) -> int:
     parser.add_argument("--reference-repeats", type=int, default=1)
     parser.add_argument("--no-reference", action="store_true")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--criterion", choices=CRITERIA, default="optimal",
+                        help="the criterion of the floor, stages and float32 sections")
     parser.add_argument("--interleaved", action="store_true",
                         help="keep the classes mixed in the kernel's order (no split passes)")
     args = parser.parse_args(argv)
-    global CLASS_SORTED
+    global CLASS_SORTED, CRITERION
     CLASS_SORTED = not args.interleaved
-    print(f"Kernel rows in {'interleaved' if args.interleaved else 'class'} order; "
+    CRITERION = args.criterion
+    print(f"Kernel rows in {'interleaved' if args.interleaved else 'class'} order; criterion {CRITERION}; "
           f"engine instruction set {simd_level()} (GKFDA_SIMD caps it).\n")
     ok = True
     for name in args.sections:
