@@ -9,7 +9,7 @@
 //! |-------------|------------------|----------|-------------------------|
 //! | hotelling   | `(x'K_t x) x`    | `x`      | one (`[x, Dx]`)         |
 //! | projection  | `x`              | `K_t'x`  | one (`[x, Dx]`)         |
-//! | schur       | `K_t x/(x'K_t x)`| `K_t'x`  | two (`x`, then `Du`); `S+1` per stage; one for `pseudo` and `random` |
+//! | schur       | `K_t x/(x'K_t x)`| `K_t'x`  | two (`x`, then `Du`), one when `x` came ahead with the last `Du`; `S+1` per stage; one for `pseudo` and `random` |
 //!
 //! with `x = τ = c_i/‖c_i‖`, or for the `ortho-*` forms `τ` Gram–Schmidt-orthogonalised
 //! against the earlier directions. For the hotelling and projection families a stage of
@@ -20,7 +20,8 @@
 //! Its second read, `h = K_t'Du`, serves only `d`, which only ranks candidates: for the
 //! criteria that need `d` just to skip numerically explained columns (`pseudo`, `random`)
 //! the schur family keeps no `d` and checks the best-ranked candidates' own columns
-//! instead, one read a pick.
+//! instead, one read a pick. The other criteria's `h` pass also multiplies the likeliest
+//! next pick ([`Engine::finish_with_candidates`]), whose direction needs no `h`.
 //! A read with up to four right-hand sides touches only the upper triangle of the
 //! symmetric `K_0` ([`passes::multiply_groups`]). With the classes contiguous (as
 //! `GreedyKFDA.fit` orders them) each pass splits by class, and a wide pass also reads
