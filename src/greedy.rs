@@ -21,7 +21,7 @@
 //! criteria that need `d` just to skip numerically explained columns (`pseudo`, `random`)
 //! the schur family keeps no `d` and checks the best-ranked candidates' own columns
 //! instead, one read a pick. The other criteria's `h` pass also multiplies the likeliest
-//! next pick ([`Engine::finish_with_candidates`]), whose direction needs no `h`.
+//! next pick (`Engine::finish_with_candidates`), whose direction needs no `h`.
 //! A read with up to four right-hand sides touches only the upper triangle of the
 //! symmetric `K_0` ([`passes::multiply_groups`]). With the classes contiguous (as
 //! `GreedyKFDA.fit` orders them) each pass splits by class, and a wide pass also reads
