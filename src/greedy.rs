@@ -351,6 +351,13 @@ struct Speculated<F> {
     v: Vec<F>,
 }
 
+/// What is known of a schur stage's first pick before the stage: its column (checked by
+/// [`Engine::admissible_candidates`]), or its direction and `K_t x` (multiplied ahead).
+enum FirstPick<F> {
+    Column(Vec<F>),
+    Product { x: Vec<F>, v: Vec<F> },
+}
+
 /// Candidates of the next schur pick multiplied with the last pick's `h`: the best by the
 /// scores before `h` completes `d`, which was the next pick in 83 % of picks (95 % for the
 /// best 3) on 20-feature data, 70 % (76 %) on `make_moons` (the NumPy reference, m = 1,500,
@@ -700,7 +707,8 @@ impl<'a, F: Real> Engine<'a, F> {
     /// The last schur term's `h`, in one pass with the next pick's likely candidates: their
     /// directions need the term, not `h`, so the pass that completes `d` also gives
     /// `K_t x` of each, and the next pick, ranked with the complete `d`, takes its product
-    /// from here when it is one of them (one pass for the pick where it took two).
+    /// from here when it is one of them (one pass for the pick where it took two). With no
+    /// candidates, the pass is `h`'s alone.
     fn finish_with_candidates(
         &mut self,
         du: &[F],
@@ -708,7 +716,11 @@ impl<'a, F: Real> Engine<'a, F> {
         ortho: bool,
         tol: f64,
     ) -> Vec<Speculated<F>> {
-        let columns = self.columns(candidates);
+        let columns = if candidates.is_empty() {
+            Vec::new()
+        } else {
+            self.columns(candidates)
+        };
         let mut directions: Vec<(usize, Vec<F>)> = Vec::with_capacity(candidates.len());
         for (&index, column) in candidates.iter().zip(columns) {
             if let Some(x) = self.direction(column, ortho.then_some(&self.ortho[..]), tol) {
@@ -1234,17 +1246,12 @@ impl<'a, F: Real> Engine<'a, F> {
     /// fixed, so the second read of a pick is shared with the first read of the next:
     /// `S + 1` reads of `K_0` per stage. The pick's statistics update waits for its `h`;
     /// nothing in between reads the statistics (columns and directions use `U`, `V`).
-    /// `first_column`, if given, is the first pick's column, already computed; `first_product`
-    /// its direction and `K_t x`, multiplied ahead. With `defer_h`, the last pick's `D u` is
-    /// returned for the caller to finish ([`Engine::finish_with_candidates`]) instead of
-    /// being multiplied here.
-    #[allow(clippy::too_many_arguments)]
+    /// `first` is what is already known of the first pick. The last pick's `D u`, when a next
+    /// stage needs its `h`, is returned for [`Engine::finish_with_candidates`].
     fn schur_stage(
         &mut self,
         picks: &[usize],
-        mut first_column: Option<Vec<F>>,
-        mut first_product: Option<(Vec<F>, Vec<F>)>,
-        defer_h: bool,
+        mut first: Option<FirstPick<F>>,
         ortho: bool,
         tol: f64,
         chosen: &mut Vec<usize>,
@@ -1257,18 +1264,18 @@ impl<'a, F: Real> Engine<'a, F> {
             if stop.load(Ordering::Relaxed) {
                 return None;
             }
-            let (x, v) = match first_product.take() {
-                Some((x, v)) => {
+            let (x, v) = match first.take() {
+                Some(FirstPick::Product { x, v }) => {
                     if ortho {
                         self.ortho.push(x.clone());
                     }
                     chosen.push(i);
                     (x, v)
                 }
-                None => {
-                    let column = match first_column.take() {
-                        Some(column) => column,
-                        None => self.columns(&[i]).pop().expect("one column"),
+                known => {
+                    let column = match known {
+                        Some(FirstPick::Column(column)) => column,
+                        _ => self.columns(&[i]).pop().expect("one column"),
                     };
                     if s > 0 && self.weighted_norm2(&column) <= self.threshold[i] {
                         continue;
@@ -1309,13 +1316,7 @@ impl<'a, F: Real> Engine<'a, F> {
             self.vs.push(v);
         }
         // The last term's `h` only serves the statistics of a next stage.
-        let du = pending.filter(|_| chosen.len() < self.target)?;
-        if defer_h {
-            return Some(du);
-        }
-        let h = self.deflated_products(&[&du], true).remove(0);
-        self.update_d_for_last(&h);
-        None
+        pending.filter(|_| chosen.len() < self.target)
     }
 }
 
@@ -1679,6 +1680,7 @@ fn run_selection<F: Real>(
         } else {
             engine.admissible_candidates(params.criterion, &blocked, &rank, take)
         };
+        let first_column = first_column.map(FirstPick::Column);
         if picks.is_empty() {
             stopped_early = true;
             break;
@@ -1693,27 +1695,19 @@ fn run_selection<F: Real>(
                 engine.fused_stage(picks, family, ortho, params.stages == 1, tol, &mut chosen)
             }
             Family::Schur => {
-                let first_product = std::mem::take(&mut speculated)
+                let first = std::mem::take(&mut speculated)
                     .into_iter()
                     .find(|candidate| candidate.index == picks[0])
-                    .map(|candidate| (candidate.x, candidate.v));
-                let deferred = engine.schur_stage(
-                    picks,
-                    first_column,
-                    first_product,
-                    speculate,
-                    ortho,
-                    tol,
-                    &mut chosen,
-                    stop,
-                );
+                    .map(|Speculated { x, v, .. }| FirstPick::Product { x, v })
+                    .or(first_column);
+                let deferred = engine.schur_stage(picks, first, ortho, tol, &mut chosen, stop);
                 if let Some(du) = deferred {
-                    let candidates = engine.ranked_candidates(
-                        params.criterion,
-                        &blocked,
-                        &rank,
-                        SPECULATED_CANDIDATES,
-                    );
+                    let candidates = if speculate {
+                        let take = SPECULATED_CANDIDATES;
+                        engine.ranked_candidates(params.criterion, &blocked, &rank, take)
+                    } else {
+                        Vec::new()
+                    };
                     speculated = engine.finish_with_candidates(&du, &candidates, ortho, tol);
                 }
             }
