@@ -87,6 +87,9 @@ fn kernel_call<T: Send>(
     interruptible(py, work)
 }
 
+/// The names of the core's kernels, as `parse_kernel` reads them.
+const KERNEL_NAMES: [&str; 3] = ["rbf", "linear", "poly"];
+
 fn parse_kernel(name: &str, gamma: f64, degree: u32, coef0: f64) -> PyResult<Kernel> {
     match name {
         "rbf" => Ok(Kernel::Rbf { gamma }),
@@ -97,7 +100,8 @@ fn parse_kernel(name: &str, gamma: f64, degree: u32, coef0: f64) -> PyResult<Ker
             coef0,
         }),
         other => Err(PyValueError::new_err(format!(
-            "kernel: unknown name {other:?}; expected one of rbf, linear, poly"
+            "kernel: unknown name {other:?}; expected one of {}",
+            KERNEL_NAMES.join(", ")
         ))),
     }
 }
@@ -470,8 +474,24 @@ fn simd_levels() -> (Vec<&'static str>, &'static str) {
     (names.collect(), cpu::SIMD_VARIABLE)
 }
 
+/// The names of the core's criteria, deflations and kernels, in their tables' order: the
+/// one list of them the Python package reads (`CRITERIA`, `DEFLATIONS`, `KERNELS`).
+fn parameter_names() -> [(&'static str, Vec<&'static str>); 3] {
+    fn names<T>(all: &[(T, &'static str)]) -> Vec<&'static str> {
+        all.iter().map(|(_, name)| *name).collect()
+    }
+    [
+        ("CRITERIA", names(&greedy::Criterion::ALL)),
+        ("DEFLATIONS", names(&greedy::Deflation::ALL)),
+        ("KERNELS", KERNEL_NAMES.to_vec()),
+    ]
+}
+
 #[pymodule]
 fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    for (attribute, names) in parameter_names() {
+        module.add(attribute, pyo3::types::PyTuple::new(module.py(), names)?)?;
+    }
     // The level is fixed here, at import, in the importing thread: `GKFDA_SIMD` is read
     // before any thread of the package runs (and before a later `putenv` could race it).
     cpu::simd_level();

@@ -6,9 +6,9 @@ import json
 import numpy as np
 import pytest
 
-from gkfda import experiment
+from gkfda.study import experiment, protocol
 from gkfda.datasets import load_benchmark
-from gkfda.experiment import ExperimentConfig, Protocol, Variant
+from gkfda.study.protocol import ExperimentConfig, Protocol, Variant
 
 TINY = Protocol(cv_realisations=1, folds=2, realisations=2, k_max=40)
 VARIANTS = [Variant("optimal", "schur", 1), Variant("pseudo", "ortho-schur", 2)]
@@ -33,15 +33,15 @@ def test_k_grid_follows_the_paper_and_small_samples():
 
 
 def test_variants_cover_the_grid():
-    assert len(experiment.variants()) == 5 * 7 * 4
-    assert {v.key for v in experiment.variants(["pseudo"], ["ortho-schur"])} == {
+    assert len(protocol.variants()) == 5 * 7 * 4
+    assert {v.key for v in protocol.variants(["pseudo"], ["ortho-schur"])} == {
         f"pseudo/ortho-schur/{s}" for s in (1, 2, 5, 10)
     }
 
 
 def test_select_gamma_returns_a_grid_width():
     result = experiment.select_gamma(load_benchmark("thyroid"), Protocol(cv_realisations=2, folds=2, k_max=30))
-    assert result["width"] in experiment.WIDTHS and result["gamma"] == pytest.approx(1 / result["width"])
+    assert result["width"] in protocol.WIDTHS and result["gamma"] == pytest.approx(1 / result["width"])
     assert len(result["split_widths"]) == 2
 
 
@@ -119,7 +119,7 @@ def test_kfda_baseline_tunes_width_and_ridge(tmp_path):
     output = experiment.run_task(experiment.Task("thyroid", "kfda", protocol=TINY))
     (first, second) = output["results"]
     params = json.loads(first["params"])
-    assert params["width"] in experiment.WIDTHS and params["reg"] in experiment.KFDA_REGS
+    assert params["width"] in protocol.WIDTHS and params["reg"] in protocol.KFDA_REGS
     assert first["k"] == first["m_train"] == 140
     assert float(first["test_error"]) < 0.2 and float(second["test_error"]) < 0.2
 

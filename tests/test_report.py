@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from gkfda import published, report
+from gkfda.study import published, report
 
 COLUMNS = ("dataset", "method", "criterion", "deflation", "stages", "realisation", "canonical", "gamma", "k",
            "k_used", "m_train", "m_test", "n_features", "test_error", "fit_time", "cv_error", "params")

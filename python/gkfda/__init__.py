@@ -3,14 +3,16 @@
 >>> import gkfda
 >>> sorted(gkfda.CRITERIA)
 ['optimal', 'pseudo', 'random', 'reverse', 'reverse-pseudo']
+>>> gkfda.KERNELS
+('rbf', 'linear', 'poly')
 """
 
 import os as _os
 import warnings as _warnings
 
 from . import _core, reference
+from ._core import CRITERIA, DEFLATIONS, KERNELS
 from .estimator import GreedyKFDA, fit
-from .reference import CRITERIA, DEFLATIONS
 
 __all__ = [
     "GreedyKFDA",
@@ -18,6 +20,7 @@ __all__ = [
     "reference",
     "CRITERIA",
     "DEFLATIONS",
+    "KERNELS",
     "simd_level",
     "__version__",
 ]

@@ -5,6 +5,13 @@ from typing import List, Optional, Tuple
 import numpy as np
 import numpy.typing as npt
 
+CRITERIA: Tuple[str, ...]
+"""The selection criteria's names, from the core's table (``random`` first)."""
+DEFLATIONS: Tuple[str, ...]
+"""The deflations' names, from the core's table (``none`` first)."""
+KERNELS: Tuple[str, ...]
+"""The built-in kernels' names: ``rbf``, ``linear``, ``poly``."""
+
 def kernel_matrix(
     x: npt.NDArray[np.floating],
     z: Optional[npt.NDArray[np.floating]] = None,

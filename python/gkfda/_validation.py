@@ -1,8 +1,8 @@
-"""Checks of user input that name the argument at fault."""
+"""Checks of user data and memory that name the argument at fault (the estimator's
+parameters are checked by its ``_parameter_constraints``)."""
 
 from __future__ import annotations
 
-import numbers
 import os
 
 import numpy as np
@@ -11,50 +11,6 @@ try:  # psutil is a dependency; the fallback keeps the check working without it.
     import psutil
 except ImportError:  # pragma: no cover
     psutil = None
-
-
-def check_int(value, name: str, minimum: int = 1) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name}: must be an integer, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name}: must be at least {minimum}, got {value}")
-    return int(value)
-
-
-def check_real(value, name: str, *, positive: bool = False, allow_none: bool = False):
-    if value is None and allow_none:
-        return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name}: must be a real number, got {value!r}")
-    value = float(value)
-    if not np.isfinite(value) or (value < 0.0) or (positive and value == 0.0):
-        kind = "positive" if positive else "non-negative"
-        raise ValueError(f"{name}: must be a finite {kind} number, got {value}")
-    return value
-
-
-def check_finite(value, name: str) -> float:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name}: must be a real number, got {value!r}")
-    if not np.isfinite(value):
-        raise ValueError(f"{name}: must be finite, got {value}")
-    return float(value)
-
-
-def check_choice(value, name: str, choices) -> str:
-    if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"{name}: unknown value {value!r}; expected one of {', '.join(choices)}")
-    return value
-
-
-def check_dtype(value) -> type:
-    try:
-        dtype = np.dtype(value)
-    except TypeError as error:
-        raise ValueError(f"dtype: expected 'float32' or 'float64', got {value!r}") from error
-    if dtype not in (np.float32, np.float64):
-        raise ValueError(f"dtype: expected 'float32' or 'float64', got {value!r}")
-    return dtype.type
 
 
 def thread_count(n_jobs) -> int:
@@ -71,9 +27,7 @@ def thread_count(n_jobs) -> int:
         cores = os.cpu_count() or 1
     if n_jobs is None:
         return min(cores, _omp_thread_limit() or cores)
-    n_jobs = int(check_int(n_jobs, "n_jobs", minimum=-(10**6)))
-    if n_jobs == 0:
-        raise ValueError("n_jobs: must be a positive or negative integer, not 0")
+    n_jobs = int(n_jobs)  # a non-zero integer, as GreedyKFDA's constraints require
     return n_jobs if n_jobs > 0 else max(1, cores + 1 + n_jobs)
 
 

@@ -66,20 +66,20 @@ def _demo(args) -> int:
 def _experiment(args) -> int:
     import dataclasses
 
-    from . import experiment
     from .datasets import list_benchmarks
+    from .study import experiment, protocol
 
     if args.quick:
-        quick = experiment.QUICK
-        config = experiment.ExperimentConfig(
+        quick = protocol.QUICK
+        config = protocol.ExperimentConfig(
             datasets=args.datasets or quick["datasets"],
             variants=quick["variants"],
             protocol=quick["protocol"],
         )
     else:
-        config = experiment.ExperimentConfig(
+        config = protocol.ExperimentConfig(
             datasets=args.datasets or list_benchmarks(),
-            variants=experiment.variants(args.criteria, args.deflations, args.stages or [1]),
+            variants=protocol.variants(args.criteria, args.deflations, args.stages or [1]),
         )
     overrides = {
         name: value
@@ -92,7 +92,7 @@ def _experiment(args) -> int:
     }
     config.protocol = dataclasses.replace(config.protocol, **overrides)
     if args.quick and (args.criteria or args.deflations or args.stages):
-        config.variants = experiment.variants(args.criteria, args.deflations, args.stages or [1])
+        config.variants = protocol.variants(args.criteria, args.deflations, args.stages or [1])
     config.baselines = [] if args.no_baselines else args.baselines
     config.jobs = args.jobs
     client = None
@@ -128,7 +128,7 @@ def _experiment(args) -> int:
 
 
 def _report(args) -> int:
-    from . import report
+    from .study import report
 
     return report.run(args)
 
@@ -176,7 +176,7 @@ def main(argv=None) -> int:
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     report = commands.add_parser("report", help="tables and figures from an experiment's results directory")
-    from . import report as report_module
+    from .study import report as report_module
 
     report_module.add_arguments(report)
     args = parser.parse_args(argv)

@@ -3,31 +3,34 @@
 from __future__ import annotations
 
 import copy
-
 import re
+from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import expit, log_expit, logsumexp
-from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, _fit_context
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, Options, StrOptions, validate_parameter_constraints
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
+from ._core import CRITERIA, DEFLATIONS, KERNELS
 from ._model import fit_binary, one_blas_thread
-from ._validation import (
-    check_choice,
-    check_dtype,
-    check_finite,
-    check_int,
-    check_fit_fits,
-    check_precomputed_kernel,
-    check_real,
-    thread_count,
-)
-from .reference import CRITERIA, DEFLATIONS
+from ._validation import check_fit_fits, check_precomputed_kernel, thread_count
 
-KERNELS = ("rbf", "linear", "poly", "precomputed")
+DTYPES = ("float64", "float32")
+
+
+class _Number(Interval):
+    """scikit-learn's ``Interval`` without booleans: ``k=True`` is a mistake, not ``k=1``."""
+
+    def is_satisfied_by(self, val):
+        return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
+
+
+def _count(minimum=1, maximum=None):
+    return _Number(Integral, minimum, maximum, closed="both" if maximum is not None else "left")
 
 
 class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
@@ -112,6 +115,26 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
     [1.0, 1.0]
     """
 
+    _parameter_constraints: dict = {
+        "k": [_count()],
+        "criterion": [StrOptions(set(CRITERIA))],
+        "deflation": [StrOptions(set(DEFLATIONS))],
+        "stages": [_count()],
+        "kernel": [StrOptions({*KERNELS, "precomputed"}), callable],
+        "gamma": [_Number(Real, 0, np.inf, closed="neither"), None],
+        "degree": [_count()],
+        "coef0": [_Number(Real, -np.inf, np.inf, closed="neither")],
+        "reg": [_Number(Real, 0, np.inf, closed="left")],
+        "dtype": [
+            StrOptions(set(DTYPES)),
+            Options(type, {np.float64, np.float32}),
+            Options(np.dtype, {np.dtype(name) for name in DTYPES}),
+        ],
+        # Any non-zero integer: negative counts back from the number of cores (joblib's way).
+        "n_jobs": [_Number(Integral, None, -1, closed="right"), _count(), None],
+        "random_state": ["random_state"],
+    }
+
     def __init__(
         self,
         k=50,
@@ -147,18 +170,8 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
 
     # -- validation -------------------------------------------------------------------
 
-    def _check_params(self):
-        k = check_int(self.k, "k")
-        check_choice(self.criterion, "criterion", CRITERIA)
-        check_choice(self.deflation, "deflation", DEFLATIONS)
-        check_int(self.stages, "stages")
-        if not callable(self.kernel):
-            check_choice(self.kernel, "kernel", KERNELS)
-        check_real(self.gamma, "gamma", positive=True, allow_none=True)
-        check_int(self.degree, "degree")
-        check_finite(self.coef0, "coef0")
-        check_real(self.reg, "reg")
-        return k, check_dtype(self.dtype), thread_count(self.n_jobs)
+    def _dtype(self):
+        return np.dtype(self.dtype).type
 
     def _validate_X(self, X, reset, y="no_validation"):
         dtype = [np.float64, np.float32]
@@ -210,7 +223,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
 
     def _cross_kernel(self, X, basis_indices):
         """``K(X, X_train[basis_indices])`` as float64-compatible array."""
-        dtype = check_dtype(self.dtype)
+        dtype = self._dtype()
         if self.kernel == "precomputed":
             if X.shape[1] != self.n_features_in_:
                 raise ValueError(
@@ -230,6 +243,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
 
     # -- fit --------------------------------------------------------------------------
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Choose the bases and train the discriminant(s).
 
@@ -248,11 +262,8 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         -------
         self : GreedyKFDA
         """
-        k, dtype, threads = self._check_params()
-        try:
-            rng = check_random_state(self.random_state)
-        except ValueError as error:
-            raise ValueError(f"random_state: {error}") from error
+        k, dtype, threads = int(self.k), self._dtype(), thread_count(self.n_jobs)
+        rng = check_random_state(self.random_state)
         X, y = self._validate_X(X, reset=True, y=y)
         try:
             check_classification_targets(y)
@@ -368,7 +379,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         self._expansion_bias = np.array([model.intercept for model in models], dtype=np.float64)
         self._proba_slopes = np.array([model.proba_slope for model in models], dtype=np.float64)
         if not precomputed:
-            self._union_points = np.ascontiguousarray(self._support_points[union], dtype=check_dtype(self.dtype))
+            self._union_points = np.ascontiguousarray(self._support_points[union], dtype=self._dtype())
         self.stopped_early_ = any(model.stopped_early for model in models)
 
     # -- prediction -------------------------------------------------------------------
@@ -400,7 +411,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         """``X`` ready for the Rust kernels; a NumPy array of the right shape takes a fast
         path (shape, dtype and finiteness checked directly), anything else scikit-learn's
         full validation."""
-        dtype = check_dtype(self.dtype)
+        dtype = self._dtype()
         if (
             type(X) is np.ndarray
             and X.ndim == 2
@@ -558,7 +569,9 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         >>> small.k_, small.get_params()["k"]
         (15, 15)
         """
-        k = int(self._check_ks([check_int(k, "k")])[0])
+        check_is_fitted(self)
+        validate_parameter_constraints({"k": [_count(1, self._fitted_k)]}, {"k": k}, caller_name="truncate")
+        k = int(k)
         truncated = copy.deepcopy(self)
         truncated.k = truncated._fitted_k = k
         truncated._models = [model.truncated(k) for model in self._models]

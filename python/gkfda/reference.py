@@ -1,6 +1,6 @@
 """Plain NumPy reference implementation of greedy KFDA.
 
-Written straight from the papers' equations (``../shared/DESIGN.md`` §1; paper 000,
+Written straight from the papers' equations (``docs/architecture.md``; paper 000,
 Algorithm 1): the deflated kernel ``K_t`` is materialised and rewritten at every pick,
 the per-column statistics are recomputed from it, and the Fisher discriminant in the
 Nyström space is solved with the paper's ``B`` matrix. It costs O(m²) memory and
@@ -41,16 +41,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils import check_random_state
 
-CRITERIA = ("random", "optimal", "pseudo", "reverse", "reverse-pseudo")
-DEFLATIONS = (
-    "none",
-    "hotelling",
-    "projection",
-    "schur",
-    "ortho-hotelling",
-    "ortho-projection",
-    "ortho-schur",
-)
+from ._core import CRITERIA, DEFLATIONS
 
 
 def default_tol(dtype) -> float:

@@ -4,7 +4,7 @@
 ``paths.csv`` and ``config.json``) and writes, each as Markdown and CSV:
 
 * the stages = 1 grids of paper 000, Figures 1-4 (AER, ASD, ART, AS) and their
-  differences from the published grids (:mod:`gkfda.published`);
+  differences from the published grids (:mod:`gkfda.study.published`);
 * the stage sweeps of Figures 5-6 and their per-data-set box-plot data;
 * the per-data-set table of paper 002, Table 1 (KFDA, MPKFDA = ``optimal/schur/1``,
   SVM), alone and next to the published values;
@@ -27,7 +27,7 @@ shown, as in the paper.
 Examples
 --------
 >>> import tempfile, pathlib
->>> from gkfda import report
+>>> from gkfda.study import report
 >>> d = pathlib.Path(tempfile.mkdtemp())
 >>> _ = (d / "results.csv").write_text(
 ...     "dataset,method,criterion,deflation,stages,realisation,canonical,gamma,k,k_used,"
@@ -54,14 +54,12 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .._core import CRITERIA, DEFLATIONS
 from . import published
-from .reference import CRITERIA, DEFLATIONS
+from .protocol import BASELINES, MPKFDA_METHOD
 
 __all__ = ["write_report", "load_results", "ResultSet", "add_arguments", "run", "main", "MPKFDA_METHOD"]
 
-#: The method reported as MPKFDA in the Table 1 comparison (the original algorithm of paper 002).
-MPKFDA_METHOD = "optimal/schur/1"
-BASELINES = ("kfda", "svm")
 #: Realisations of the IDA benchmarks (100 each, 20 for image and splice).
 _BENCHMARK_REALISATIONS = {name: 100 for name in published.TABLE1_002}
 _BENCHMARK_REALISATIONS.update(image=20, splice=20)
@@ -1093,7 +1091,7 @@ def write_report(results_dir, out_dir=None, *, figures: bool = True, canonical_o
     Examples
     --------
     >>> import tempfile, pathlib
-    >>> from gkfda.report import write_report
+    >>> from gkfda.study.report import write_report
     >>> empty = pathlib.Path(tempfile.mkdtemp())
     >>> files = write_report(empty, figures=False)
     >>> files[-1].name, "`results.csv` is absent." in files[-1].read_text()
@@ -1152,7 +1150,7 @@ def write_report(results_dir, out_dir=None, *, figures: bool = True, canonical_o
         if _isnum(wall):
             lines.append(f"Wall time of the run(s): {wall:.1f} s ({wall / 3600:.2f} h).")
     lines += ["", "Tables are also in CSV next to this file (same name, `.csv`); "
-              "published values are from `gkfda.published` (paper 000: Diethe 2015, Figures 1-4; "
+              "published values are from `gkfda.study.published` (paper 000: Diethe 2015, Figures 1-4; "
               "paper 002: Diethe et al. 2009, Table 1).", ""]
     lines += ["## Contents", ""]
     lines += [f"- [{s.title}]({s.stem}.md)" for s in sections]
@@ -1213,7 +1211,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv=None) -> int:
-    """``gkfda report DIR [--out OUT]`` as a stand-alone program (``python -m gkfda.report``)."""
+    """``gkfda report DIR [--out OUT]`` as a stand-alone program (``python -m gkfda.study.report``)."""
     parser = add_arguments(argparse.ArgumentParser(
         prog="gkfda report", description="Tables and figures from the results directory of `gkfda experiment`."))
     return run(parser.parse_args(argv))

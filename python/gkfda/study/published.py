@@ -1,6 +1,6 @@
 """Published results that ``gkfda`` reproduces, transcribed from the papers.
 
-Two sources (text copies in ``shared/papers/``):
+Two sources:
 
 * **Paper 000** -- T. Diethe, "An Empirical Study of Greedy Kernel Fisher
   Discriminants", *Mathematical Problems in Engineering*, 2015.  Figures 1-4 are
@@ -38,7 +38,7 @@ Known inconsistencies of the sources (kept as printed, see :data:`TEXT_000`):
 
 Examples
 --------
->>> from gkfda import published
+>>> from gkfda.study import published
 >>> published.FIGURE1_AER["ortho-schur", "pseudo"]
 0.185
 >>> min(published.FIGURE1_AER, key=published.FIGURE1_AER.get)

@@ -1,32 +1,18 @@
-"""The experiment of paper 000 §3.4 on the 13 IDA benchmarks, resumable and parallel.
+"""The study of paper 000 §3.4 on the 13 IDA benchmarks, resumable and parallel.
 
-The protocol, per data set:
-
-1. **Kernel width.** 5-fold cross-validation on each of the first five training
-   realisations with the original algorithm (``optimal`` criterion, ``schur`` deflation,
-   one pick per stage) over the widths ``w ∈ 2^{−5,−3,−1,1,3,5}`` (``gamma = 1/w``); each
-   width is scored by its best validation error along the sparsity path; the median of
-   the five chosen widths is kept.
-2. **Sparsity, per variant.** With that width, the validation error of every ``k`` from
-   10 to ``min(200, m)`` in steps of 10, averaged over the same folds (one fit per fold
-   and the sparsity path, not one fit per ``k``); the best ``k`` is kept.
-3. **Test.** Every realisation: fit on its training set, test error, fit time, ``k``.
-
-Baselines on the same realisations, tuned by the same cross-validation (median over the
-first five realisations): full regularised KFDA (width and ridge) and scikit-learn's
-``SVC`` (``C`` and width).
-
-Each (data set, method) is one task; its rows are appended to ``results.csv`` when it
-finishes, so an interrupted run resumes where it stopped. Tasks run through joblib, so
-the same run goes to a Dask (or Ray) cluster through joblib's backend.
+The protocol (widths, sparsity and baselines by cross-validation, then every realisation)
+is :mod:`gkfda.study.protocol`. Each (data set, method) is one task; its rows are
+appended to ``results.csv`` when it finishes, so an interrupted run resumes where it
+stopped. Tasks run through joblib, so the same run goes to a Dask (or Ray) cluster
+through joblib's backend.
 
 Examples
 --------
->>> from gkfda.experiment import Variant, variants
->>> Variant("optimal", "schur", 1).key
-'optimal/schur/1'
->>> len(variants(stages=[1]))
-35
+>>> import tempfile
+>>> from gkfda.study.experiment import ResultsDirectory
+>>> directory = ResultsDirectory(tempfile.mkdtemp())
+>>> directory.done({("heart", "svm"): 100})
+({}, set())
 """
 
 from __future__ import annotations
@@ -36,21 +22,14 @@ import csv
 import json
 import os
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from .datasets import list_benchmarks, load_benchmark
-from .estimator import GreedyKFDA
-from .reference import CRITERIA, DEFLATIONS
-
-WIDTHS = tuple(2.0**exponent for exponent in (-5, -3, -1, 1, 3, 5))
-STAGES = (1, 2, 5, 10)
-BASELINES = ("kfda", "svm")
-KFDA_REGS = (1e-6, 1e-4, 1e-3, 1e-2, 1e-1)
-SVM_CS = (0.1, 1.0, 10.0, 100.0, 1000.0)
-ORIGINAL = ("optimal", "schur", 1)  # the algorithm of the 2009 paper: selects the width
+from ..datasets import load_benchmark
+from ..estimator import GreedyKFDA
+from .protocol import BASELINES, KFDA_REGS, ORIGINAL, SVM_CS, ExperimentConfig, Protocol, Variant
 
 RESULT_COLUMNS = (
     "dataset", "method", "criterion", "deflation", "stages", "realisation", "canonical", "gamma",
@@ -58,50 +37,6 @@ RESULT_COLUMNS = (
 )
 GAMMA_COLUMNS = ("dataset", "gamma", "width", "cv_error", "split_widths")
 PATH_COLUMNS = ("dataset", "method", "curve", "k", "error")
-
-
-@dataclass(frozen=True)
-class Variant:
-    """One greedy algorithm of the study: a criterion, a deflation and a stage size."""
-
-    criterion: str
-    deflation: str
-    stages: int
-
-    @property
-    def key(self) -> str:
-        return f"{self.criterion}/{self.deflation}/{self.stages}"
-
-    def params(self) -> dict:
-        return {"criterion": self.criterion, "deflation": self.deflation, "stages": self.stages}
-
-
-def variants(criteria=None, deflations=None, stages=None) -> list[Variant]:
-    """Every combination of the given criteria, deflations and stage sizes (all by default)."""
-    return [
-        Variant(c, d, s)
-        for s in (stages or STAGES)
-        for d in (deflations or DEFLATIONS)
-        for c in (criteria or CRITERIA)
-    ]
-
-
-@dataclass(frozen=True)
-class Protocol:
-    """Settings of the protocol; the defaults are the paper's."""
-
-    cv_realisations: int = 5
-    folds: int = 5
-    k_max: int = 200
-    k_step: int = 10
-    widths: tuple = WIDTHS
-    realisations: int | None = None  # None: every realisation (100, or 20)
-    seed: int = 0
-
-    def k_grid(self, m_fit: int) -> np.ndarray:
-        top = min(self.k_max, m_fit)
-        grid = np.arange(self.k_step, top + 1, self.k_step)
-        return grid if grid.size else np.array([top])
 
 
 @dataclass
@@ -115,31 +50,9 @@ class Task:
     protocol: Protocol = field(default_factory=Protocol)
 
 
-# -- cross-validation -------------------------------------------------------------------
-
-
-def _folds(y, protocol: Protocol, realisation: int):
-    from sklearn.model_selection import StratifiedKFold
-
-    splitter = StratifiedKFold(protocol.folds, shuffle=True, random_state=protocol.seed + realisation)
-    return list(splitter.split(np.zeros(len(y)), y))
-
-
-def _cv_folds(benchmark, protocol: Protocol, realisations):
-    for r in realisations:
-        X, y, _, _ = benchmark.split(r)
-        for train, valid in _folds(y, protocol, r):
-            yield r, X[train], y[train], X[valid], y[valid]
-
-
-def _cv_range(benchmark, protocol: Protocol) -> range:
-    """The training realisations the cross-validation uses: the first five."""
-    return range(min(protocol.cv_realisations, benchmark.n_realisations))
-
-
 def _path_errors(benchmark, protocol: Protocol, params: dict, realisations) -> tuple[np.ndarray, np.ndarray]:
     """Validation error of every ``k`` of the grid, averaged over realisations and folds."""
-    folds = list(_cv_folds(benchmark, protocol, realisations))
+    folds = list(protocol.cv_splits(benchmark, realisations))
     ks = protocol.k_grid(min(len(y) for _, _, y, _, _ in folds))
     errors = []
     for r, X_fit, y_fit, X_valid, y_valid in folds:
@@ -152,7 +65,7 @@ def select_gamma(benchmark, protocol: Protocol = Protocol()) -> dict:
     """Step 1: the kernel width of the original algorithm by cross-validation."""
     criterion, deflation, stages = ORIGINAL
     chosen, best_errors = [], []
-    for r in _cv_range(benchmark, protocol):
+    for r in protocol.cv_range(benchmark):
         scores = []
         for width in protocol.widths:
             params = {"criterion": criterion, "deflation": deflation, "stages": stages, "gamma": 1.0 / width}
@@ -185,11 +98,6 @@ def _row(benchmark, r, method, **values):
     return row
 
 
-def _realisations(benchmark, protocol: Protocol):
-    total = benchmark.n_realisations
-    return range(total if protocol.realisations is None else min(protocol.realisations, total))
-
-
 def _timed_fit(model, X, y):
     start = time.perf_counter()
     model.fit(X, y)
@@ -200,11 +108,11 @@ def run_variant(task: Task) -> dict:
     """Steps 2 and 3 for one greedy variant on one data set."""
     benchmark, protocol, variant = load_benchmark(task.dataset), task.protocol, task.variant
     params = {**variant.params(), "gamma": task.gamma}
-    ks, cv_errors = _path_errors(benchmark, protocol, params, _cv_range(benchmark, protocol))
+    ks, cv_errors = _path_errors(benchmark, protocol, params, protocol.cv_range(benchmark))
     best = int(np.argmin(cv_errors))
     k = int(ks[best])
     rows = []
-    for r in _realisations(benchmark, protocol):
+    for r in protocol.test_range(benchmark):
         X_train, y_train, X_test, y_test = benchmark.split(r)
         model = GreedyKFDA(k=k, n_jobs=1, random_state=protocol.seed + r, **params)
         fit_time = _timed_fit(model, X_train, y_train)
@@ -244,14 +152,14 @@ def _median_on_grid(values, grid):
 
 def run_kfda(task: Task) -> dict:
     """Full regularised KFDA: width and ridge by the same cross-validation."""
-    from ._model import fisher_discriminant
+    from .._model import fisher_discriminant
 
     benchmark, protocol = load_benchmark(task.dataset), task.protocol
     chosen_widths, chosen_regs, best_errors = [], [], []
-    for r in _cv_range(benchmark, protocol):
+    for r in protocol.cv_range(benchmark):
         X, y, _, _ = benchmark.split(r)
         scores = np.zeros((len(protocol.widths), len(KFDA_REGS)))
-        for train, valid in _folds(y, protocol, r):
+        for train, valid in protocol.fold_indices(y, r):
             for i, width in enumerate(protocol.widths):
                 model = _fit_kfda(1.0 / width, KFDA_REGS[0], X[train], y[train])
                 (binary,) = model._models
@@ -268,7 +176,7 @@ def run_kfda(task: Task) -> dict:
     width = _median_on_grid(chosen_widths, protocol.widths)
     reg = _median_on_grid(chosen_regs, KFDA_REGS)
     rows = []
-    for r in _realisations(benchmark, protocol):
+    for r in protocol.test_range(benchmark):
         X_train, y_train, X_test, y_test = benchmark.split(r)
         model = _kfda(1.0 / width, reg).set_params(k=len(y_train))
         fit_time = _timed_fit(model, X_train, y_train)
@@ -282,23 +190,22 @@ def run_kfda(task: Task) -> dict:
 
 def run_svm(task: Task) -> dict:
     """scikit-learn's SVC: C and width by the same cross-validation."""
-    from sklearn.model_selection import GridSearchCV, StratifiedKFold
+    from sklearn.model_selection import GridSearchCV
     from sklearn.svm import SVC
 
     benchmark, protocol = load_benchmark(task.dataset), task.protocol
     chosen_widths, chosen_cs, best_errors = [], [], []
     grid = {"C": list(SVM_CS), "gamma": [1.0 / w for w in protocol.widths]}
-    for r in _cv_range(benchmark, protocol):
+    for r in protocol.cv_range(benchmark):
         X, y, _, _ = benchmark.split(r)
-        folds = StratifiedKFold(protocol.folds, shuffle=True, random_state=protocol.seed + r)
-        search = GridSearchCV(SVC(), grid, cv=folds, n_jobs=1).fit(X, y)
+        search = GridSearchCV(SVC(), grid, cv=protocol.splitter(r), n_jobs=1).fit(X, y)
         chosen_cs.append(search.best_params_["C"])
         chosen_widths.append(1.0 / search.best_params_["gamma"])
         best_errors.append(1.0 - search.best_score_)
     width = _median_on_grid(chosen_widths, protocol.widths)
     C = _median_on_grid(chosen_cs, SVM_CS)
     rows = []
-    for r in _realisations(benchmark, protocol):
+    for r in protocol.test_range(benchmark):
         X_train, y_train, X_test, y_test = benchmark.split(r)
         model = SVC(C=C, gamma=1.0 / width)
         fit_time = _timed_fit(model, X_train, y_train)
@@ -390,21 +297,11 @@ class ResultsDirectory:
 # -- the run ----------------------------------------------------------------------------
 
 
-@dataclass
-class ExperimentConfig:
-    datasets: list = field(default_factory=list_benchmarks)
-    variants: list = field(default_factory=lambda: variants(stages=[1]))
-    baselines: list = field(default_factory=lambda: list(BASELINES))
-    protocol: Protocol = field(default_factory=Protocol)
-    jobs: int = 1
-    backend: str | None = None  # joblib backend name; None: loky processes
-
-
 def _expected_rows(config: ExperimentConfig) -> dict:
     expected = {}
     for name in config.datasets:
         benchmark = load_benchmark(name)
-        count = len(_realisations(benchmark, config.protocol))
+        count = len(config.protocol.test_range(benchmark))
         for method in [v.key for v in config.variants] + list(config.baselines):
             expected[(benchmark.name, method)] = count
     return expected
@@ -504,19 +401,3 @@ def summary_table(out) -> str:
         lines.append(f"| {method} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
-
-QUICK = {
-    # The README's main job: the full protocol (widths and k by 5-fold CV on the first five
-    # training realisations), on the six smaller data sets, seven variants, 10 realisations.
-    "datasets": ["banana", "breast_cancer", "diabetis", "heart", "thyroid", "titanic"],
-    "variants": [
-        Variant("optimal", "schur", 1),
-        Variant("optimal", "projection", 1),
-        Variant("pseudo", "hotelling", 1),
-        Variant("pseudo", "ortho-schur", 1),
-        Variant("pseudo", "ortho-schur", 2),
-        Variant("pseudo", "ortho-schur", 5),
-        Variant("random", "none", 1),
-    ],
-    "protocol": Protocol(realisations=10),
-}

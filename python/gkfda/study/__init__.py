@@ -1,0 +1,10 @@
+"""The empirical study of greedy KFDA that gkfda reproduces (papers 000 and 002).
+
+Apart from the estimator library, and imported only by the ``gkfda experiment`` and
+``gkfda report`` commands:
+
+* :mod:`gkfda.study.protocol`: the grids, splits and configuration of the protocol;
+* :mod:`gkfda.study.experiment`: runs it on the IDA benchmarks, resumable and parallel;
+* :mod:`gkfda.study.report`: tables and figures of a results directory;
+* :mod:`gkfda.study.published`: the papers' numbers, for comparison.
+"""
