@@ -113,6 +113,23 @@ def test_pickle_is_small(moons):
     assert len(pickle.dumps(model)) < X.nbytes / 4
 
 
+@pytest.mark.parametrize("centers", [2, 4])
+def test_pickle_stores_each_support_vector_once(centers):
+    X, y = make_blobs(n_samples=400, centers=centers, n_features=20, cluster_std=4.0, random_state=0)
+    model = GreedyKFDA(k=30, gamma=0.01).fit(X, y)
+    data = pickle.dumps(model)
+    vectors = model.support_vectors_ if centers == 2 else np.vstack(model.support_vectors_)
+    # Each chosen training row, as its float64 bytes, is in the pickle once (a row chosen by
+    # several one-vs-rest models too: the models share the training rows of their bases).
+    assert all(data.count(row.tobytes()) == 1 for row in vectors)
+    restored = pickle.loads(data)
+    for name in ("support_", "support_vectors_", "coef_", "projection_", "k_", "n_support_"):
+        for ours, theirs in zip(np.atleast_1d(getattr(model, name)), np.atleast_1d(getattr(restored, name))):
+            assert_array_equal(ours, theirs)
+    assert_array_equal(restored.decision_function(X), model.decision_function(X))
+    assert_array_equal(restored.decision_path(X, [5, 30]), model.decision_path(X, [5, 30]))
+
+
 def test_clone_round_trip(moons):
     X, y = moons
     model = GreedyKFDA(k=12, gamma=1.5, deflation="projection", reg=1e-3).fit(X, y)

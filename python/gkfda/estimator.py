@@ -163,6 +163,23 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         self.n_jobs = n_jobs
         self.random_state = random_state
 
+    # What ``_set_public_attributes`` derives from the models and the bases' training rows:
+    # left out of pickles (and copies), so that each array is stored once, and derived again
+    # on loading by the same code, so that a loaded model predicts bit for bit the same.
+    _DERIVED = (
+        "support_", "support_vectors_", "k_", "coef_", "intercept_", "projection_", "n_support_",
+        "stopped_early_", "_expansion_weights", "_expansion_bias", "_proba_slopes", "_union_points",
+    )
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        return {name: value for name, value in state.items() if name not in self._DERIVED}
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        if "_models" in state:
+            self._set_public_attributes()
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.pairwise = self.kernel == "precomputed"
