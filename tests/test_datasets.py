@@ -1,6 +1,5 @@
 """The packaged IDA benchmark sets (gkfda.datasets) and the loaders for the user's own data."""
 
-import doctest
 import hashlib
 import importlib.resources
 from pathlib import Path
@@ -235,11 +234,6 @@ def test_unknown_name(bad):
 def test_non_string_name():
     with pytest.raises(TypeError):
         load_benchmark(3)
-
-
-def test_docstring_examples_run():
-    result = doctest.testmod(datasets, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    assert result.failed == 0 and result.attempted >= 20
 
 
 # ------------------------------------------------------------------------------------ loaders

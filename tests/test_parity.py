@@ -11,21 +11,6 @@ from gkfda import _core, reference
 SCORED_CRITERIA = [c for c in gkfda.CRITERIA if c != "random"]
 
 
-def problem(seed, m=120, d=4, kernel="rbf", balance=0.5, class_sorted=False):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(m, d))
-    score = X[:, 0] + np.sin(2 * X[:, 1]) + 0.4 * rng.normal(size=m)
-    y = np.where(score > np.quantile(score, 1 - balance), 1, -1)
-    if class_sorted:  # as GreedyKFDA.fit orders its kernel: the engine's passes split by class
-        order = np.argsort(-y, kind="stable")
-        X, y = X[order], y[order]
-    if kernel == "rbf":
-        K = _core.kernel_matrix(X, kernel="rbf", gamma=0.3)
-    else:
-        K = _core.kernel_matrix(X, kernel="poly", gamma=0.5, degree=2, coef0=1.0)
-    return K, y
-
-
 PROBLEMS = {
     "rbf-balanced": (0, {}),
     "rbf-unbalanced": (1, {"balance": 0.25, "m": 97}),
@@ -46,7 +31,7 @@ def rust_select(K, y, k, criterion, deflation, stages, order=None, threads=1):
 @pytest.mark.parametrize("stages", [1, 2, 5])
 @pytest.mark.parametrize("deflation", gkfda.DEFLATIONS)
 @pytest.mark.parametrize("criterion", SCORED_CRITERIA)
-def test_rust_selection_equals_reference(criterion, deflation, stages, problem_name):
+def test_rust_selection_equals_reference(criterion, deflation, stages, problem_name, problem):
     seed, options = PROBLEMS[problem_name]
     K, y = problem(seed, **options)
     expected = reference.select(K, y, 20, criterion, deflation, stages)
@@ -55,7 +40,7 @@ def test_rust_selection_equals_reference(criterion, deflation, stages, problem_n
 
 
 @pytest.mark.parametrize("deflation", gkfda.DEFLATIONS)
-def test_random_criterion_is_reproducible_distinct_and_matches_reference(deflation):
+def test_random_criterion_is_reproducible_distinct_and_matches_reference(deflation, problem):
     K, y = problem(3)
     model_a = gkfda.GreedyKFDA(k=15, criterion="random", deflation=deflation, kernel="precomputed", random_state=7)
     model_b = gkfda.GreedyKFDA(k=15, criterion="random", deflation=deflation, kernel="precomputed", random_state=7)
@@ -70,7 +55,7 @@ def test_random_criterion_is_reproducible_distinct_and_matches_reference(deflati
 @pytest.mark.parametrize("stages", [1, 2, 5])
 @pytest.mark.parametrize("criterion", SCORED_CRITERIA)
 @pytest.mark.parametrize("family", ["projection", "schur"])
-def test_ortho_forms_equal_plain_forms_for_projection_and_schur(family, criterion, stages):
+def test_ortho_forms_equal_plain_forms_for_projection_and_schur(family, criterion, stages, problem):
     # DESIGN §1: the deflated columns are already orthogonal to every earlier direction.
     K, y = problem(4)
     np.testing.assert_array_equal(
@@ -79,7 +64,7 @@ def test_ortho_forms_equal_plain_forms_for_projection_and_schur(family, criterio
     )
 
 
-def test_ortho_deflated_kernels_agree_with_plain_ones_to_tolerance():
+def test_ortho_deflated_kernels_agree_with_plain_ones_to_tolerance(problem):
     K, y = problem(5)
     rng = np.random.default_rng(0)
     for family in ("projection", "schur"):
@@ -95,7 +80,7 @@ def test_ortho_deflated_kernels_agree_with_plain_ones_to_tolerance():
         np.testing.assert_allclose(ortho, plain, atol=1e-9)
 
 
-def test_ortho_hotelling_differs_from_hotelling():
+def test_ortho_hotelling_differs_from_hotelling(problem):
     K, y = problem(0)
     assert not np.array_equal(
         rust_select(K, y, 30, "optimal", "ortho-hotelling", 1), rust_select(K, y, 30, "optimal", "hotelling", 1)
@@ -104,7 +89,7 @@ def test_ortho_hotelling_differs_from_hotelling():
 
 @pytest.mark.parametrize("deflation", gkfda.DEFLATIONS)
 @pytest.mark.parametrize("stages", [1, 5])
-def test_selection_does_not_depend_on_thread_count(deflation, stages):
+def test_selection_does_not_depend_on_thread_count(deflation, stages, problem):
     K, y = problem(6, m=300)
     np.testing.assert_array_equal(
         rust_select(K, y, 40, "optimal", deflation, stages, threads=1),

@@ -75,3 +75,11 @@ def test_bad_ks_name_the_argument(moons, ks):
     model = gkfda.GreedyKFDA(k=35, gamma=2.0).fit(X, y)
     with pytest.raises(ValueError, match="^ks:"):
         model.decision_path(X, ks)
+
+
+@pytest.mark.parametrize(("k", "error"), [(0, ValueError), (36, ValueError), (2.5, TypeError), (True, TypeError)])
+def test_truncate_errors_name_k(moons, k, error):
+    X, y, _, _ = moons
+    full = gkfda.GreedyKFDA(k=35, gamma=2.0).fit(X, y)
+    with pytest.raises(error, match=r"'k' parameter of truncate must be an int in the range \[1, 35\]"):
+        full.truncate(k)

@@ -1,7 +1,6 @@
 """The report of an experiment's results directory (gkfda.report) and the published numbers (gkfda.published)."""
 
 import csv
-import doctest
 import json
 import sys
 
@@ -316,12 +315,6 @@ def test_run_and_main(results_dir, tmp_path, capsys):
     assert (results_dir / "report" / "report.md").exists()
     assert "report.md" in capsys.readouterr().out
     assert report.main([str(tmp_path / "does-not-exist")]) == 2
-
-
-@pytest.mark.parametrize("module", [report, published])
-def test_docstring_examples_run(module):
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted > 0 and result.failed == 0
 
 
 # --------------------------------------------------------------------------- published numbers

@@ -20,34 +20,20 @@ from gkfda import _core
 NAMES, VARIABLE = _core.simd_levels()
 
 # Selections of the Rust engine against the NumPy reference, in the child process: kernels
-# built there too (the portable level has its own `exp`), classes in runs as `fit` orders
-# them (passes split by class) and mixed, sizes past the symmetric passes' minimum order.
+# built there too (the portable level has its own `exp`), from the shared problems' points
+# (sent as JSON, which keeps every float64), classes in runs as `fit` orders them (passes
+# split by class) and mixed, sizes past the symmetric passes' minimum order.
 CHILD = r"""
 import json, sys
 import numpy as np
 import gkfda
 from gkfda import _core, reference
 
-def problem(seed, m, balance, class_sorted, kernel, d=4):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(m, d))
-    score = X[:, 0] + np.sin(2 * X[:, 1]) + 0.4 * rng.normal(size=m)
-    y = np.where(score > np.quantile(score, 1 - balance), 1, -1)
-    if class_sorted:
-        order = np.argsort(-y, kind="stable")
-        X, y = X[order], y[order]
-    if kernel == "rbf":
-        return _core.kernel_matrix(X, kernel="rbf", gamma=0.3), y
-    return _core.kernel_matrix(X, kernel="poly", gamma=0.5, degree=2, coef0=1.0), y
-
-problems = {
-    "rbf-class-sorted": problem(3, 150, 0.5, True, "rbf"),
-    "rbf-class-sorted-unbalanced": problem(4, 203, 0.3, True, "rbf"),
-    # d = 8: a feature space of dimension 45 > k, so no pick is made among rounding noise.
-    "poly-mixed": problem(2, 81, 0.5, False, "poly", d=8),
-}
+problems = json.load(sys.stdin)
 mismatches, compared = [], 0
-for name, (K, y) in problems.items():
+for name, problem in problems.items():
+    K = _core.kernel_matrix(np.array(problem["X"]), **problem["kernel"])
+    y = np.array(problem["y"])
     for deflation in gkfda.DEFLATIONS:
         for stages in (1, 2, 3, 4, 5, 10):
             expected = reference.select(K, y, 20, "optimal", deflation, stages)
@@ -58,11 +44,18 @@ for name, (K, y) in problems.items():
 json.dump({"level": gkfda.simd_level(), "compared": compared, "mismatches": mismatches}, sys.stdout)
 """
 
+PROBLEMS = {
+    "rbf-class-sorted": ((3, 150, 4, 0.5, True), "rbf"),
+    "rbf-class-sorted-unbalanced": ((4, 203, 4, 0.3, True), "rbf"),
+    # d = 8: a feature space of dimension 45 > k, so no pick is made among rounding noise.
+    "poly-mixed": ((2, 81, 8, 0.5, False), "poly"),
+}
 
-def run_child(code, level):
+
+def run_child(code, level, stdin=None):
     env = dict(os.environ, **{VARIABLE: level})
     return subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600
+        [sys.executable, "-c", code], env=env, input=stdin, capture_output=True, text=True, timeout=600
     )
 
 
@@ -73,8 +66,12 @@ def test_the_running_level_is_a_named_one_and_the_levels_go_up():
 
 
 @pytest.mark.parametrize("level", ["avx2", "none"])
-def test_a_capped_engine_selects_as_the_reference(level):
-    child = run_child(CHILD, level)
+def test_a_capped_engine_selects_as_the_reference(level, problem_data, problem_kernels):
+    problems = {}
+    for name, (data, kernel) in PROBLEMS.items():
+        X, y = problem_data(*data)
+        problems[name] = {"X": X.tolist(), "y": y.tolist(), "kernel": problem_kernels[kernel]}
+    child = run_child(CHILD, level, json.dumps(problems))
     assert child.returncode == 0, child.stderr
     report = json.loads(child.stdout)
     # The cap lowers the level and never raises it above the machine's.

@@ -1,4 +1,14 @@
-"""The ``gkfda`` command line."""
+"""The ``gkfda`` command line: ``gkfda demo``, ``gkfda experiment`` and ``gkfda report``.
+
+``gkfda experiment`` writes into ``./gkfda-results`` unless ``--out`` says otherwise.
+
+Examples
+--------
+>>> from gkfda.cli import synthetic_problem
+>>> X, y = synthetic_problem(100, seed=0)
+>>> X.shape, sorted(set(y.tolist()))
+((100, 5), [-1, 1])
+"""
 
 from __future__ import annotations
 
@@ -136,7 +146,10 @@ def _report(args) -> int:
 def main(argv=None) -> int:
     from . import CRITERIA, DEFLATIONS
 
+    from . import __version__
+
     parser = argparse.ArgumentParser(prog="gkfda", description="Sparse greedy Kernel Fisher Discriminant Analysis")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="fit every deflation on a built-in synthetic problem and compare")
     demo.add_argument("--n", type=int, default=2000, help="training points (and as many test points)")
@@ -155,7 +168,8 @@ def main(argv=None) -> int:
         "experiment",
         help="the study of paper 000 §3.4 on the IDA benchmarks (resumable)",
         description="Width and sparsity by cross-validation, then every realisation; results are appended to "
-        "OUT/results.csv task by task, so rerunning the same command resumes an interrupted run.",
+        "OUT/results.csv task by task, so rerunning the same command resumes an interrupted run. OUT is "
+        "./gkfda-results unless --out is given.",
     )
     run.add_argument("--datasets", nargs="+", choices=list_benchmarks(), help="default: all 13")
     run.add_argument("--criteria", nargs="+", choices=CRITERIA, help="default: all")
@@ -170,7 +184,8 @@ def main(argv=None) -> int:
     run.add_argument("--backend", choices=["loky", "threading", "dask", "ray"], default=None,
                      help="joblib backend; dask uses --scheduler or a local cluster")
     run.add_argument("--scheduler", help="address of a Dask scheduler, e.g. tcp://host:8786")
-    run.add_argument("--out", default="gkfda-results", help="results directory (default: gkfda-results)")
+    run.add_argument("--out", default="gkfda-results",
+                     help="results directory, created if needed (default: gkfda-results in the current directory)")
     run.add_argument("--quick", action="store_true",
                      help="6 smaller data sets, 7 variants and both baselines, 10 realisations, the full CV protocol (~2 min on 2 cores)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -7,4 +7,10 @@ Apart from the estimator library, and imported only by the ``gkfda experiment`` 
 * :mod:`gkfda.study.experiment`: runs it on the IDA benchmarks, resumable and parallel;
 * :mod:`gkfda.study.report`: tables and figures of a results directory;
 * :mod:`gkfda.study.published`: the papers' numbers, for comparison.
+
+Examples
+--------
+>>> from gkfda.study import protocol
+>>> protocol.MPKFDA_METHOD
+'optimal/schur/1'
 """
