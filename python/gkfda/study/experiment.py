@@ -26,10 +26,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from ..datasets import load_benchmark
 from ..estimator import GreedyKFDA
 from .protocol import BASELINES, KFDA_REGS, ORIGINAL, SVM_CS, ExperimentConfig, Protocol, Variant
+from .report import markdown_table
 
 RESULT_COLUMNS = (
     "dataset", "method", "criterion", "deflation", "stages", "realisation", "canonical", "gamma",
@@ -389,15 +391,9 @@ def _write_config(directory: ResultsDirectory, config: ExperimentConfig, wall: f
 
 def summary_table(out) -> str:
     """Mean test error (and its s.d.) per data set and method, as Markdown."""
-    rows = ResultsDirectory._read(Path(out) / "results.csv")
-    datasets = sorted({row["dataset"] for row in rows})
-    methods = sorted({row["method"] for row in rows}, key=lambda m: (m in BASELINES, m))
-    lines = ["| method | " + " | ".join(datasets) + " |", "|---" * (len(datasets) + 1) + "|"]
-    for method in methods:
-        cells = []
-        for name in datasets:
-            errors = [float(r["test_error"]) for r in rows if r["dataset"] == name and r["method"] == method]
-            cells.append(f"{np.mean(errors):.3f} ± {np.std(errors):.3f}" if errors else "—")
-        lines.append(f"| {method} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
+    results = pd.read_csv(Path(out) / "results.csv")
+    cells = results.groupby(["method", "dataset"])["test_error"].agg(
+        lambda errors: f"{np.mean(errors):.3f} ± {np.std(errors):.3f}")
+    table = cells.unstack("dataset").fillna("—")
+    table = table.reindex(sorted(table.index, key=lambda m: (m in BASELINES, m)))
+    return markdown_table(table.rename_axis(index="method", columns=None).reset_index())

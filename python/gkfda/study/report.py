@@ -24,6 +24,9 @@ the mean fit times (seconds) and AS the mean over data sets of the mean sparsity
 ``100 k_used / m_train``.  ``Average`` rows and columns are plain means of the cells
 shown, as in the paper.
 
+The results are read with pandas, grouped per (method, data set) and reduced to the
+tables; the Markdown is ``DataFrame.to_markdown`` (tabulate), the figures matplotlib's.
+
 Examples
 --------
 >>> import tempfile, pathlib
@@ -44,7 +47,6 @@ schur,0.25,0.25
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import sys
@@ -53,6 +55,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+import pandas as pd
 
 from .._core import CRITERIA, DEFLATIONS
 from . import published
@@ -65,7 +68,7 @@ _BENCHMARK_REALISATIONS = {name: 100 for name in published.TABLE1_002}
 _BENCHMARK_REALISATIONS.update(image=20, splice=20)
 
 _GRID_METRICS = (
-    # key, figure of paper 000, title, attribute of _Stats, Markdown format, unit
+    # key, figure of paper 000, title, column of the statistics, Markdown format, unit
     ("aer", 1, "Average Error Rate (AER)", "err_mean", "{:.3f}",
      "test error averaged over the realisations of each data set, then over data sets"),
     ("asd", 2, "Average Standard Deviation (ASD)", "err_sd", "{:.3f}",
@@ -78,37 +81,12 @@ _GRID_METRICS = (
      "data sets"),
 )
 _DASH = "—"
+_NUMBERS = ("gamma", "k", "k_used", "m_train", "m_test", "n_features", "test_error", "fit_time", "cv_error")
+_KEY = ["dataset", "method", "realisation"]
+_TRUE, _FALSE = ("1", "1.0", "true", "yes"), ("0", "0.0", "false", "no")
 
 
 # --------------------------------------------------------------------------- loading
-
-
-@dataclass
-class _Run:
-    """One row of ``results.csv``."""
-
-    dataset: str
-    method: str
-    criterion: Optional[str]
-    deflation: Optional[str]
-    stages: Optional[int]
-    realisation: int
-    canonical: Optional[bool]
-    gamma: float
-    k: float
-    k_used: float
-    m_train: float
-    m_test: float
-    n_features: float
-    test_error: float
-    fit_time: float
-    cv_error: float
-    params: str
-
-    @property
-    def sparsity(self) -> float:
-        k = self.k_used if math.isfinite(self.k_used) else self.k
-        return 100.0 * k / self.m_train if self.m_train and math.isfinite(self.m_train) else math.nan
 
 
 @dataclass
@@ -118,15 +96,18 @@ class ResultSet:
     Attributes
     ----------
     directory : Path
-    runs : list
+    runs : DataFrame
         The rows of ``results.csv`` (the last one of duplicated (dataset, method,
-        realisation) keys), filtered to canonical splits when asked.
+        realisation) keys), filtered to canonical splits when asked: the text columns
+        stripped, the numbers as floats (NaN where missing or not finite), ``canonical``
+        as 1, 0 or NaN, criterion, deflation and stages completed from a
+        ``criterion/deflation/stages`` method name, and ``sparsity = 100 k_used / m_train``.
     present : dict
         ``{file name: bool}`` for ``results.csv``, ``gamma.csv``, ``paths.csv`` and ``config.json``.
-    gamma : list of dict
-        Rows of ``gamma.csv``.
-    paths : list of dict
-        Rows of ``paths.csv`` with ``k`` and ``error`` as floats.
+    gamma : DataFrame
+        Rows of ``gamma.csv``, as text.
+    paths : DataFrame
+        Rows of ``paths.csv`` with finite ``k`` and ``error`` as floats.
     config : dict or None
         ``config.json``.
     notes : list of str
@@ -134,63 +115,59 @@ class ResultSet:
     """
 
     directory: Path
-    runs: List[_Run] = field(default_factory=list)
+    runs: pd.DataFrame = field(default_factory=lambda: _parse_runs(pd.DataFrame()))
     present: Dict[str, bool] = field(default_factory=dict)
-    gamma: List[dict] = field(default_factory=list)
-    paths: List[dict] = field(default_factory=list)
+    gamma: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["dataset"]))
+    paths: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["dataset", "method", "curve", "k", "error"]))
     config: Optional[dict] = None
     notes: List[str] = field(default_factory=list)
 
 
-def _float(value) -> float:
+def _read_csv(path: Path, notes: List[str]) -> pd.DataFrame:
+    """Every field as text ("" where empty or missing in a short row)."""
     try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
-
-
-def _int(value) -> Optional[int]:
-    number = _float(value)
-    return int(number) if math.isfinite(number) and number == int(number) else None
-
-
-def _bool(value) -> Optional[bool]:
-    text = (value or "").strip().lower()
-    if text in ("1", "1.0", "true", "yes"):
-        return True
-    if text in ("0", "0.0", "false", "no"):
-        return False
-    return None
-
-
-def _read_csv(path: Path, notes: List[str]) -> List[dict]:
-    try:
-        with open(path, newline="", encoding="utf-8") as handle:
-            return list(csv.DictReader(handle))
-    except (OSError, csv.Error, UnicodeDecodeError) as error:
+        return pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8").fillna("")
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame()
+    except (OSError, ValueError, UnicodeDecodeError) as error:  # pandas' ParserError is a ValueError
         notes.append(f"`{path.name}` could not be read ({error}).")
-        return []
+        return pd.DataFrame()
 
 
-def _parse_run(row: dict) -> Optional[_Run]:
-    dataset, method = (row.get("dataset") or "").strip(), (row.get("method") or "").strip()
-    realisation = _int(row.get("realisation"))
-    if not dataset or not method or realisation is None:
-        return None
-    criterion = (row.get("criterion") or "").strip() or None
-    deflation = (row.get("deflation") or "").strip() or None
-    stages = _int(row.get("stages"))
-    parts = method.split("/")
-    if len(parts) == 3 and _int(parts[2]) is not None:  # "criterion/deflation/stages"
-        criterion, deflation = criterion or parts[0], deflation or parts[1]
-        stages = stages if stages is not None else _int(parts[2])
-    return _Run(
-        dataset=dataset, method=method, criterion=criterion, deflation=deflation, stages=stages,
-        realisation=realisation, canonical=_bool(row.get("canonical")),
-        **{name: _float(row.get(name)) for name in (
-            "gamma", "k", "k_used", "m_train", "m_test", "n_features", "test_error", "fit_time", "cv_error")},
-        params=row.get("params") or "",
-    )
+def _text(frame: pd.DataFrame, column: str) -> pd.Series:
+    if column not in frame:
+        return pd.Series("", index=frame.index, dtype=object)
+    return frame[column].astype(str).str.strip()
+
+
+def _numbers(values: pd.Series) -> pd.Series:
+    """Floats; NaN for what is empty, not a number or not finite."""
+    numbers = pd.to_numeric(values, errors="coerce").astype(float)
+    return numbers.where(np.isfinite(numbers))
+
+
+def _whole(numbers: pd.Series) -> pd.Series:
+    return numbers.where(numbers == np.floor(numbers))
+
+
+def _parse_runs(raw: pd.DataFrame) -> pd.DataFrame:
+    runs = pd.DataFrame({name: _text(raw, name) for name in ("dataset", "method", "criterion", "deflation", "params")})
+    for name in _NUMBERS:
+        runs[name] = _numbers(_text(raw, name))
+    runs["realisation"] = _whole(_numbers(_text(raw, "realisation")))
+    stages = _whole(_numbers(_text(raw, "stages")))
+    # A "criterion/deflation/stages" method name fills in what its row leaves empty.
+    parts = runs["method"].str.extract(r"^([^/]*)/([^/]*)/([^/]*)$")
+    named_stages = _whole(_numbers(parts[2]))
+    named = named_stages.notna()
+    for position, column in enumerate(("criterion", "deflation")):
+        runs[column] = runs[column].mask(named & (runs[column] == ""), parts[position])
+    runs["stages"] = stages.mask(named & stages.isna(), named_stages)
+    flag = _text(raw, "canonical").str.lower()
+    runs["canonical"] = np.where(flag.isin(_TRUE), 1.0, np.where(flag.isin(_FALSE), 0.0, np.nan))
+    k = runs["k_used"].fillna(runs["k"])
+    runs["sparsity"] = 100.0 * k / runs["m_train"].where(runs["m_train"] != 0)
+    return runs
 
 
 def load_results(results_dir, canonical_only: bool = False) -> ResultSet:
@@ -227,38 +204,35 @@ def load_results(results_dir, canonical_only: bool = False) -> ResultSet:
         result.present[name] = (directory / name).is_file()
 
     if result.present["results.csv"]:
-        raw = _read_csv(directory / "results.csv", result.notes)
-        by_key: Dict[Tuple[str, str, int], _Run] = {}
-        skipped = 0
-        for row in raw:
-            run_ = _parse_run(row)
-            if run_ is None:
-                skipped += 1
-                continue
-            by_key[run_.dataset, run_.method, run_.realisation] = run_
+        runs = _parse_runs(_read_csv(directory / "results.csv", result.notes))
+        usable = (runs["dataset"] != "") & (runs["method"] != "") & runs["realisation"].notna()
+        skipped = int((~usable).sum())
         if skipped:
             result.notes.append(f"{skipped} row(s) of `results.csv` without a data set, method or realisation were skipped.")
-        duplicates = len(raw) - skipped - len(by_key)
+        runs = runs[usable]
+        unique = runs.drop_duplicates(_KEY, keep="last")
+        duplicates = len(runs) - len(unique)
         if duplicates:
             result.notes.append(f"{duplicates} duplicated (dataset, method, realisation) row(s); the last one of each was kept.")
-        runs = list(by_key.values())
-        bad = sum(not math.isfinite(r.test_error) for r in runs)
+        bad = int(unique["test_error"].isna().sum())
         if bad:
             result.notes.append(f"{bad} row(s) have no finite `test_error`; they are ignored in the error averages.")
         if canonical_only:
-            kept = [r for r in runs if r.canonical]
-            result.notes.append(f"Only canonical splits are reported ({len(kept)} of {len(runs)} rows).")
-            runs = kept
-        result.runs = runs
+            kept = unique[unique["canonical"] == 1]
+            result.notes.append(f"Only canonical splits are reported ({len(kept)} of {len(unique)} rows).")
+            unique = kept
+        result.runs = unique.reset_index(drop=True)
 
     if result.present["gamma.csv"]:
-        result.gamma = [r for r in _read_csv(directory / "gamma.csv", result.notes) if r.get("dataset")]
+        gamma = _read_csv(directory / "gamma.csv", result.notes)
+        if "dataset" in gamma:
+            result.gamma = gamma[gamma["dataset"] != ""]
     if result.present["paths.csv"]:
-        for row in _read_csv(directory / "paths.csv", result.notes):
-            k, error = _float(row.get("k")), _float(row.get("error"))
-            if row.get("dataset") and row.get("method") and math.isfinite(k) and math.isfinite(error):
-                result.paths.append({"dataset": row["dataset"], "method": row["method"],
-                                     "curve": (row.get("curve") or "").strip(), "k": k, "error": error})
+        raw = _read_csv(directory / "paths.csv", result.notes)
+        paths = pd.DataFrame({name: _text(raw, name) for name in ("dataset", "method", "curve")})
+        paths["k"], paths["error"] = _numbers(_text(raw, "k")), _numbers(_text(raw, "error"))
+        result.paths = paths[(paths["dataset"] != "") & (paths["method"] != "") & paths["k"].notna()
+                             & paths["error"].notna()]
     if result.present["config.json"]:
         try:
             config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
@@ -271,63 +245,27 @@ def load_results(results_dir, canonical_only: bool = False) -> ResultSet:
 # --------------------------------------------------------------------------- statistics
 
 
-def _finite(values) -> np.ndarray:
-    array = np.asarray(values, dtype=float)
-    return array[np.isfinite(array)]
-
-
 def _mean(values) -> float:
-    array = _finite(values)
+    """The mean of the finite values, NaN if none.
+
+    NumPy's sum of them, in their order: pandas' own means (compensated in groups, zeros
+    in place of NaN elsewhere) can differ in the last bits, and so in a rounded cell."""
+    array = np.asarray(values, dtype=float)
+    array = array[np.isfinite(array)]
     return float(array.mean()) if array.size else math.nan
 
 
 def _sd(values) -> float:
-    array = _finite(values)
+    """The standard deviation (ddof=1) of the finite values, NaN with fewer than two."""
+    array = np.asarray(values, dtype=float)
+    array = array[np.isfinite(array)]
     return float(array.std(ddof=1)) if array.size >= 2 else math.nan
 
 
-@dataclass
-class _Stats:
-    """Summary of one (method, data set) over its realisations."""
-
-    n: int
-    n_canonical: int
-    realisations: List[int]
-    errors: np.ndarray
-    times: np.ndarray
-    err_mean: float
-    err_sd: float
-    time_mean: float
-    sparsity_mean: float
-    k_mean: float
-    k_used_mean: float
-    n_features: float
-    m_train: float
-    m_test: float
-
-
-def _mode(values) -> float:
-    array = _finite(values)
-    if not array.size:
-        return math.nan
-    unique, counts = np.unique(array, return_counts=True)
-    return float(unique[np.argmax(counts)])
-
-
-def _stats(runs: Sequence[_Run]) -> _Stats:
-    runs = sorted(runs, key=lambda r: r.realisation)
-    errors = np.array([r.test_error for r in runs], dtype=float)
-    times = np.array([r.fit_time for r in runs], dtype=float)
-    return _Stats(
-        n=len(runs), n_canonical=sum(bool(r.canonical) for r in runs),
-        realisations=[r.realisation for r in runs],
-        errors=errors, times=times,
-        err_mean=_mean(errors), err_sd=_sd(errors), time_mean=_mean(times),
-        sparsity_mean=_mean([r.sparsity for r in runs]),
-        k_mean=_mean([r.k for r in runs]), k_used_mean=_mean([r.k_used for r in runs]),
-        n_features=_mode([r.n_features for r in runs]), m_train=_mode([r.m_train for r in runs]),
-        m_test=_mode([r.m_test for r in runs]),
-    )
+def _mode(values: pd.Series) -> float:
+    """The most common value (the smallest of the most common), NaN if none."""
+    modes = values.dropna().mode()
+    return float(modes.iloc[0]) if len(modes) else math.nan
 
 
 def _order(values, canonical) -> list:
@@ -336,17 +274,44 @@ def _order(values, canonical) -> list:
     return sorted(set(values), key=lambda v: (rank.get(v, len(rank)), str(v)))
 
 
-class _Summary:
-    """Per (method, data set) statistics and the structure of the methods present."""
+def _rank(value, canonical) -> int:
+    return canonical.index(value) if value in canonical else len(canonical)
 
-    def __init__(self, runs: Sequence[_Run]):
-        groups: Dict[Tuple[str, str], List[_Run]] = {}
-        self.info: Dict[str, Tuple[Optional[str], Optional[str], Optional[int]]] = {}
-        for r in runs:
-            groups.setdefault((r.method, r.dataset), []).append(r)
-            self.info.setdefault(r.method, (r.criterion, r.deflation, r.stages))
-        self.stats = {key: _stats(group) for key, group in groups.items()}
-        self.datasets = _order({r.dataset for r in runs}, list(published.TABLE1_002))
+
+class _Summary:
+    """Per (method, data set) statistics over the realisations, and the methods present.
+
+    ``stats`` is indexed by (method, data set), its data sets in the report's order, with
+    columns ``n``, ``n_canonical``, ``first``, ``last``, ``err_mean``, ``err_sd``
+    (ddof=1), ``time_mean``, ``sparsity_mean``, ``k_mean``, ``k_used_mean`` and the modes
+    of ``n_features``, ``m_train`` and ``m_test``.
+    """
+
+    def __init__(self, runs: pd.DataFrame):
+        self.runs = runs.sort_values("realisation", kind="stable")
+        self.datasets = _order(runs["dataset"], list(published.TABLE1_002))
+        self.stats = self.runs.groupby(["method", "dataset"], sort=False).agg(
+            n=("realisation", "size"),
+            n_canonical=("canonical", lambda flags: int((flags == 1).sum())),
+            first=("realisation", "min"),
+            last=("realisation", "max"),
+            err_mean=("test_error", _mean),
+            err_sd=("test_error", _sd),
+            time_mean=("fit_time", _mean),
+            sparsity_mean=("sparsity", _mean),
+            k_mean=("k", _mean),
+            k_used_mean=("k_used", _mean),
+            n_features=("n_features", _mode),
+            m_train=("m_train", _mode),
+            m_test=("m_test", _mode),
+        )
+        if len(self.stats):
+            position = {d: i for i, d in enumerate(self.datasets)}
+            self.stats = self.stats.sort_index(level="dataset", key=lambda level: level.map(position), sort_remaining=False)
+        # A method's criterion, deflation and stages, from its first row.
+        info = runs.drop_duplicates("method").set_index("method")[["criterion", "deflation", "stages"]]
+        self.info = {m: (c or None, d or None, None if pd.isna(s) else int(s))
+                     for m, (c, d, s) in zip(info.index, info.itertuples(index=False))}
         self.greedy = {m: i for m, i in self.info.items() if i[0] and i[1] and i[2] is not None}
         self.by_variant = {info: m for m, info in sorted(self.greedy.items())}
         self.methods = sorted(self.info, key=self.method_key)
@@ -356,18 +321,27 @@ class _Summary:
         if method in BASELINES:
             return (0, BASELINES.index(method), 0, 0, method)
         if method in self.greedy:
-            c = CRITERIA.index(criterion) if criterion in CRITERIA else len(CRITERIA)
-            d = DEFLATIONS.index(deflation) if deflation in DEFLATIONS else len(DEFLATIONS)
-            return (1, c, d, stages, method)
+            return (1, _rank(criterion, CRITERIA), _rank(deflation, DEFLATIONS), stages, method)
         return (2, 0, 0, 0, method)
 
-    def method_datasets(self, method: str) -> List[str]:
-        return [d for d in self.datasets if (method, d) in self.stats]
+    def has(self, method: str, dataset: str) -> bool:
+        return (method, dataset) in self.stats.index
 
-    def average(self, method: str, attribute: str) -> Tuple[float, int]:
+    def of(self, method: str) -> pd.DataFrame:
+        """The statistics of ``method``, one row per data set it has, in the report's order."""
+        if method in self.info:
+            return self.stats.xs(method, level="method")
+        return self.stats.iloc[:0].droplevel("method")
+
+    def errors(self, method: str, dataset: str) -> np.ndarray:
+        """The test errors of the realisations, in their order."""
+        chosen = self.runs[(self.runs["method"] == method) & (self.runs["dataset"] == dataset)]
+        return chosen["test_error"].to_numpy()
+
+    def average(self, method: str, column: str) -> Tuple[float, int]:
         """Mean over data sets of a per-data-set statistic, and how many data sets had it."""
-        values = _finite([getattr(self.stats[method, d], attribute) for d in self.method_datasets(method)])
-        return (float(values.mean()) if values.size else math.nan), int(values.size)
+        values = self.of(method)[column]
+        return _mean(values), int(values.count())
 
     def sweeps(self) -> Dict[Tuple[str, str], List[int]]:
         """``{(criterion, deflation): sorted stages}`` for variants run with more than one stages value."""
@@ -376,10 +350,6 @@ class _Summary:
             found.setdefault((criterion, deflation), set()).add(stages)
         keys = sorted(found, key=lambda cd: (_rank(cd[0], CRITERIA), _rank(cd[1], DEFLATIONS), cd))
         return {key: sorted(found[key]) for key in keys if len(found[key]) > 1}
-
-
-def _rank(value, canonical) -> int:
-    return canonical.index(value) if value in canonical else len(canonical)
 
 
 # --------------------------------------------------------------------------- formatting
@@ -393,24 +363,12 @@ def _fmt(value, spec: str = "{:.3f}") -> str:
     return spec.format(float(value)) if _isnum(value) else _DASH
 
 
-def _csv_value(value):
-    if value is None:
+def markdown_table(table: pd.DataFrame) -> str:
+    """A pipe table of text cells as they are (no padding, no number parsing)."""
+    if table.empty:
         return ""
-    if isinstance(value, (float, np.floating)):
-        return "" if not math.isfinite(value) else repr(float(value))
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    return value
-
-
-def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    def cell(text) -> str:
-        return str(text).replace("|", "\\|").replace("\n", " ")
-
-    lines = ["| " + " | ".join(cell(h) for h in header) + " |",
-             "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
+    cells = table.astype(str).map(lambda text: text.replace("|", "\\|").replace("\n", " "))
+    return cells.to_markdown(index=False, tablefmt="pipe", stralign=None, numalign=None, disable_numparse=True)
 
 
 @dataclass
@@ -420,24 +378,29 @@ class _Section:
     stem: str
     title: str
     text: str
-    markdown: str
-    csv_header: Sequence[str]
-    csv_rows: Sequence[Sequence[object]]
+    table: pd.DataFrame  # the Markdown table's text cells
+    csv: pd.DataFrame
     notes: List[str] = field(default_factory=list)
 
     def body(self) -> str:
-        parts = [self.text, self.markdown] + [n for n in self.notes if n]
+        parts = [self.text, markdown_table(self.table)] + [n for n in self.notes if n]
         return "\n\n".join(p for p in parts if p)
 
     def write(self, out_dir: Path, written: List[Path]) -> None:
         md = out_dir / f"{self.stem}.md"
         md.write_text(f"# {self.title}\n\n{self.body()}\n", encoding="utf-8")
         path = out_dir / f"{self.stem}.csv"
-        with open(path, "w", newline="", encoding="utf-8") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(self.csv_header)
-            writer.writerows([[_csv_value(v) for v in row] for row in self.csv_rows])
+        _write_csv(self.csv, path)
         written += [md, path]
+
+
+def _write_csv(frame: pd.DataFrame, path: Path) -> None:
+    frame.to_csv(path, index=False, na_rep="", lineterminator="\r\n", encoding="utf-8")
+
+
+def _frame(rows, columns) -> pd.DataFrame:
+    """Rows of mixed values as they are (ints stay ints beside floats and blanks)."""
+    return pd.DataFrame(list(rows), columns=list(columns), dtype=object)
 
 
 # --------------------------------------------------------------------------- the tables
@@ -448,36 +411,44 @@ def _grid_sections(summary: _Summary, stages: int = 1):
     cells = {(d, c): m for (c, d, s), m in summary.by_variant.items() if s == stages}
     deflations = _order({d for d, _ in cells}, DEFLATIONS)
     criteria = _order({c for _, c in cells}, CRITERIA)
+    order = sorted(cells, key=lambda cell: (deflations.index(cell[0]), criteria.index(cell[1])))
     n_all = len(summary.datasets)
+    long = pd.DataFrame(order, columns=["deflation", "criterion"])
+    long["stages"] = stages
+    long["method"] = [cells[cell] for cell in order]
+    long["n_datasets"] = [len(summary.of(m)) for m in long["method"]]
+    long["n_realisations"] = [int(summary.of(m)["n"].sum()) for m in long["method"]]
+    averages_of = summary.stats.groupby(level="method", sort=False)
     sections = []
-    long_rows = []
-    values_by_metric = {}
-    for key, figure, title, attribute, spec, unit in _GRID_METRICS:
-        values = {cell: summary.average(method, attribute) for cell, method in cells.items()}
-        values_by_metric[key] = values
-        finite = [v for v, _ in values.values() if math.isfinite(v)]
-        best = min(finite) if finite else None
-        md_rows, csv_rows, partial = [], [], False
-        for d in deflations:
-            row_values = [values.get((d, c), (math.nan, 0)) for c in criteria]
-            cells_md = []
-            for value, n in row_values:
-                text = _fmt(value, spec)
-                if _isnum(value) and n < n_all:
-                    text += "†"
-                    partial = True
-                if best is not None and _isnum(value) and value == best:
-                    text = f"**{text}**"
-                cells_md.append(text)
-            row_mean = _mean([v for v, _ in row_values])
-            md_rows.append([d] + cells_md + [_fmt(row_mean, spec)])
-            csv_rows.append([d] + [v for v, _ in row_values] + [row_mean])
-        column_means = [_mean([values.get((d, c), (math.nan, 0))[0] for d in deflations]) for c in criteria]
-        overall = _mean([v for v, _ in values.values()])
-        md_rows.append(["**Average**"] + [_fmt(v, spec) for v in column_means] + [_fmt(overall, spec)])
-        csv_rows.append(["Average"] + column_means + [overall])
+    for key, figure, title, column, spec, unit in _GRID_METRICS:
+        averages = averages_of[column].agg(mean=_mean, count="count")
+        long[key] = long["method"].map(averages["mean"]).astype(float)
+        long[f"{key}_n_datasets"] = long["method"].map(averages["count"])
+        long[f"{key}_paper"] = pd.Series([published.FIGURES_000[figure]["cells"].get(cell) for cell in order],
+                                         dtype=object)
+        grid = long.pivot(index="deflation", columns="criterion", values=key).reindex(
+            index=deflations, columns=criteria)
+        short = long.pivot(index="deflation", columns="criterion", values=f"{key}_n_datasets").reindex(
+            index=deflations, columns=criteria).lt(n_all) & grid.notna()
+        best = long[key].min()
+
+        def text(value, partial):
+            cell = _fmt(value, spec) + ("†" if partial else "")
+            return f"**{cell}**" if _isnum(value) and value == best else cell
+
+        row_means, column_means = grid.apply(_mean, axis=1), grid.apply(_mean)
+        table = pd.DataFrame({
+            "Deflation": deflations,
+            **{c: [text(grid.at[d, c], short.at[d, c]) for d in deflations] for c in criteria},
+            "Average": [_fmt(v, spec) for v in row_means],
+        }, dtype=object)
+        csv = grid.assign(Average=row_means).reset_index()
+        # The overall mean in the order of the cells found (the variants' names), not of the grid.
+        bottom = list(column_means) + [_mean([averages.at[m, "mean"] for m in cells.values()])]
+        table.loc[len(table)] = ["**Average**"] + [_fmt(v, spec) for v in bottom]
+        csv.loc[len(csv)] = ["Average"] + bottom
         notes = []
-        if partial:
+        if short.to_numpy().any():
             notes.append(f"† averaged over fewer than all {n_all} data sets of the results "
                          f"(see `grid_stages{stages}_long.csv` for the counts; for ASD a data set needs "
                          "two realisations).")
@@ -486,102 +457,79 @@ def _grid_sections(summary: _Summary, stages: int = 1):
         sections.append(_Section(
             stem=f"fig{figure}_{key}",
             title=f"Paper 000, Figure {figure}: {title}, stages = {stages}",
-            text=f"Rows: deflations; columns: criteria. Cells: {unit}; the smallest cell is in bold. `Average` is the plain mean of the cells shown.",
-            markdown=_md_table(["Deflation"] + criteria + ["Average"], md_rows) if cells else "",
-            csv_header=["deflation"] + criteria + ["Average"],
-            csv_rows=csv_rows, notes=notes,
+            text=f"Rows: deflations; columns: criteria. Cells: {unit}; the smallest cell is in bold. "
+                 "`Average` is the plain mean of the cells shown.",
+            table=table if cells else pd.DataFrame(), csv=csv, notes=notes,
         ))
-        # Against the paper: only cells present in both.
-        paper = published.FIGURES_000[figure]
-        common = [(d, c) for d in deflations for c in criteria
-                  if (d, c) in paper["cells"] and _isnum(values.get((d, c), (math.nan, 0))[0])]
-        cmp_rows, cmp_csv, diffs = [], [], []
-        paper_spec = spec.replace("%", "")
-        for d in deflations:
-            if not any((d, c) in common for c in criteria):
-                continue
-            row = [d]
-            for c in criteria:
-                if (d, c) in common:
-                    ours, theirs = values[d, c][0], paper["cells"][d, c]
-                    diffs.append(ours - theirs)
-                    row.append(f"{_fmt(ours, paper_spec)} / {_fmt(theirs, paper_spec)} "
-                               f"({'+' if ours >= theirs else '−'}{_fmt(abs(ours - theirs), paper_spec)})")
-                    cmp_csv.append([d, c, ours, theirs, ours - theirs, values[d, c][1]])
-                else:
-                    row.append(_DASH)
-            cmp_rows.append(row)
-        cmp_notes = []
-        if diffs:
-            ours_best = min(common, key=lambda cell: values[cell][0])
-            paper_best = min(common, key=lambda cell: paper["cells"][cell])
-            cmp_notes.append(
-                f"{len(diffs)} common cell(s); mean difference {np.mean(diffs):+.4g}, mean absolute difference "
-                f"{np.mean(np.abs(diffs)):.4g}. Best of the common cells: ours {ours_best[0]} + {ours_best[1]}, "
-                f"paper {paper_best[0]} + {paper_best[1]}.")
-        else:
-            cmp_notes.append("No cell in common with the published grid.")
-        sections.append(_Section(
-            stem=f"fig{figure}_{key}_vs_paper",
-            title=f"Figure {figure} ({title}) against paper 000",
-            text="Each cell: ours / paper (ours − paper), for the cells present in both "
-                 "(the paper has no ortho-hotelling).",
-            markdown=_md_table(["Deflation"] + criteria, cmp_rows) if cmp_rows else "",
-            csv_header=["deflation", "criterion", "ours", "paper", "difference", "n_datasets"],
-            csv_rows=cmp_csv, notes=cmp_notes,
-        ))
-    for (d, c), method in sorted(cells.items(), key=lambda kv: (_rank(kv[0][0], DEFLATIONS), _rank(kv[0][1], CRITERIA))):
-        n_runs = sum(summary.stats[method, ds].n for ds in summary.method_datasets(method))
-        row = [d, c, stages, method, len(summary.method_datasets(method)), n_runs]
-        for key, figure, *_ in _GRID_METRICS:
-            value, n = values_by_metric[key][d, c]
-            row += [value, n, published.FIGURES_000[figure]["cells"].get((d, c))]
-        long_rows.append(row)
-    header = ["deflation", "criterion", "stages", "method", "n_datasets", "n_realisations"]
-    for key, *_ in _GRID_METRICS:
-        header += [key, f"{key}_n_datasets", f"{key}_paper"]
-    return sections, (f"grid_stages{stages}_long.csv", header, long_rows)
+        sections.append(_versus_paper(figure, title, spec, long, key, deflations, criteria))
+    return sections, (f"grid_stages{stages}_long.csv", long)
 
 
-def _quantiles(values) -> Tuple[float, float, float, float, float]:
-    array = _finite(values)
-    if not array.size:
-        return (math.nan,) * 5
-    return tuple(float(q) for q in np.percentile(array, [0, 25, 50, 75, 100]))
+def _versus_paper(figure, title, spec, long, key, deflations, criteria) -> _Section:
+    """A stages = 1 grid next to the published one: only the cells present in both."""
+    common = long[long[f"{key}_paper"].notna() & long[key].notna()]
+    common = pd.DataFrame({"deflation": common["deflation"], "criterion": common["criterion"],
+                           "ours": common[key], "paper": common[f"{key}_paper"].astype(float)})
+    common["difference"] = common["ours"] - common["paper"]
+    common["n_datasets"] = long.loc[common.index, f"{key}_n_datasets"]
+    plain = spec.replace("%", "")
+    common["text"] = [
+        f"{_fmt(ours, plain)} / {_fmt(theirs, plain)} ({'+' if ours >= theirs else '−'}{_fmt(abs(ours - theirs), plain)})"
+        for ours, theirs in zip(common["ours"], common["paper"])
+    ]
+    table = common.pivot(index="deflation", columns="criterion", values="text")
+    table = table.reindex(index=[d for d in deflations if d in table.index], columns=criteria).fillna(_DASH)
+    if len(common):
+        ours_best, paper_best = common.loc[common["ours"].idxmin()], common.loc[common["paper"].idxmin()]
+        note = (f"{len(common)} common cell(s); mean difference {_mean(common['difference']):+.4g}, mean absolute "
+                f"difference {_mean(common['difference'].abs()):.4g}. Best of the common cells: ours "
+                f"{ours_best['deflation']} + {ours_best['criterion']}, paper {paper_best['deflation']} + "
+                f"{paper_best['criterion']}.")
+    else:
+        note = "No cell in common with the published grid."
+    return _Section(
+        stem=f"fig{figure}_{key}_vs_paper",
+        title=f"Figure {figure} ({title}) against paper 000",
+        text="Each cell: ours / paper (ours − paper), for the cells present in both "
+             "(the paper has no ortho-hotelling).",
+        table=table.reset_index().rename(columns={"deflation": "Deflation"}) if len(common) else pd.DataFrame(),
+        csv=common.drop(columns="text"), notes=[note],
+    )
 
 
 def _stage_sections(summary: _Summary) -> List[_Section]:
     """Paper 000, Figures 5-6 (and the data of Figure 9): every stage sweep present."""
     sweeps = summary.sweeps()
     paper = published.STAGE_SWEEP_000
-    rows_md, rows_csv, box_csv, box_md = [], [], [], []
+    rows_md, rows_csv, boxes, box_md = [], [], [], []
     for (criterion, deflation), stage_values in sweeps.items():
-        per_dataset = {}
+        per_stage = {}
         for s in stage_values:
             method = summary.by_variant[criterion, deflation, s]
-            aer, n = summary.average(method, "err_mean")
-            asd, _ = summary.average(method, "err_sd")
-            art, _ = summary.average(method, "time_mean")
-            as_, _ = summary.average(method, "sparsity_mean")
-            errors = [summary.stats[method, d].err_mean for d in summary.method_datasets(method)]
-            q = _quantiles(errors)
+            stats = per_stage[s] = summary.of(method)
+            (aer, n), (asd, _), (art, _), (as_, _) = (
+                summary.average(method, column) for column in ("err_mean", "err_sd", "time_mean", "sparsity_mean"))
+            q = stats["err_mean"].dropna().quantile([0, 0.25, 0.5, 0.75, 1]).tolist() or [math.nan] * 5
             quoted = paper["stages"].get(s, {}) if (criterion, deflation) == (paper["criterion"], paper["deflation"]) else {}
             rows_md.append([criterion, deflation, s, n, _fmt(aer), _fmt(asd), _fmt(art), _fmt(as_, "{:.1f}%"),
                             f"{_fmt(q[2])} [{_fmt(q[1])}, {_fmt(q[3])}]",
                             " / ".join(_fmt(quoted.get(k), "{:g}") for k in ("aer", "asd", "art")) if quoted else ""])
             rows_csv.append([criterion, deflation, s, method, n, aer, asd, art, as_, *q,
                              quoted.get("aer"), quoted.get("asd"), quoted.get("art")])
-            for d in summary.method_datasets(method):
-                st = summary.stats[method, d]
-                log_time = math.log10(st.time_mean) if _isnum(st.time_mean) and st.time_mean > 0 else math.nan
-                box_csv.append([criterion, deflation, s, d, st.n, st.err_mean, st.err_sd, st.time_mean,
-                                log_time, st.sparsity_mean])
-                per_dataset.setdefault(d, {})[s] = st
-        box_md.append(f"**{criterion} / {deflation}** — mean test error (mean fit time) per data set\n\n" + _md_table(
-            ["Data set"] + [f"stages = {s}" for s in stage_values],
-            [[d] + [f"{_fmt(per_dataset[d][s].err_mean)} ({_fmt(per_dataset[d][s].time_mean, '{:.3g}')} s)"
-                    if s in per_dataset[d] else _DASH for s in stage_values]
-             for d in _order(per_dataset, summary.datasets)]))
+            times = stats["time_mean"]
+            boxes.append(pd.DataFrame({
+                "criterion": criterion, "deflation": deflation, "stages": s, "dataset": stats.index,
+                "n_realisations": stats["n"], "mean_error": stats["err_mean"], "sd_error": stats["err_sd"],
+                "mean_fit_time": times,
+                "log10_mean_fit_time": times.map(lambda t: math.log10(t) if t > 0 else math.nan),
+                "mean_sparsity": stats["sparsity_mean"]}))
+        table = pd.concat({f"stages = {s}": stats.apply(
+            lambda row: f"{_fmt(row['err_mean'])} ({_fmt(row['time_mean'], '{:.3g}')} s)", axis=1)
+            for s, stats in per_stage.items() if len(stats)}, axis=1)
+        table = table.reindex(index=_order(table.index, summary.datasets),
+                              columns=[f"stages = {s}" for s in stage_values]).fillna(_DASH)
+        box_md.append(f"**{criterion} / {deflation}** — mean test error (mean fit time) per data set\n\n"
+                      + markdown_table(table.rename_axis("Data set").reset_index()))
     none = "" if sweeps else "No (criterion, deflation) was run with more than one stages value."
     summary_section = _Section(
         stem="stages",
@@ -590,74 +538,73 @@ def _stage_sections(summary: _Summary) -> List[_Section]:
              "data sets (as in Figures 1-4), and the median [quartiles] across data sets of the mean test error "
              "(the box of Figure 5). The paper quotes numbers only for pseudo / ortho-schur, stages 1 and 2 "
              "(AER / ASD / ART), which do not match its own Figures 1-3 for the same configuration.",
-        markdown=_md_table(["Criterion", "Deflation", "Stages", "Data sets", "AER", "ASD", "ART (s)", "AS",
-                            "Median error [IQR]", "Paper AER / ASD / ART"], rows_md) if rows_md else "",
-        csv_header=["criterion", "deflation", "stages", "method", "n_datasets", "aer", "asd", "art", "as",
-                    "error_min", "error_q1", "error_median", "error_q3", "error_max",
-                    "paper_aer", "paper_asd", "paper_art"],
-        csv_rows=rows_csv, notes=[none],
+        table=_frame(rows_md, ["Criterion", "Deflation", "Stages", "Data sets", "AER", "ASD", "ART (s)", "AS",
+                               "Median error [IQR]", "Paper AER / ASD / ART"]),
+        csv=_frame(rows_csv, ["criterion", "deflation", "stages", "method", "n_datasets", "aer", "asd", "art", "as",
+                              "error_min", "error_q1", "error_median", "error_q3", "error_max",
+                              "paper_aer", "paper_asd", "paper_art"]),
+        notes=[none],
     )
+    box_columns = ["criterion", "deflation", "stages", "dataset", "n_realisations", "mean_error", "sd_error",
+                   "mean_fit_time", "log10_mean_fit_time", "mean_sparsity"]
     box_section = _Section(
         stem="stages_datasets",
         title="Stage sweeps per data set (box-plot data of Figures 5, 6 and 9)",
-        text="Mean test error and mean fit time over the realisations, per data set and stages value.",
-        markdown="\n\n".join(box_md),
-        csv_header=["criterion", "deflation", "stages", "dataset", "n_realisations", "mean_error", "sd_error",
-                    "mean_fit_time", "log10_mean_fit_time", "mean_sparsity"],
-        csv_rows=box_csv, notes=[none],
+        text="\n\n".join(["Mean test error and mean fit time over the realisations, per data set and stages value."]
+                         + box_md),
+        table=pd.DataFrame(),
+        csv=pd.concat(boxes, ignore_index=True) if boxes else pd.DataFrame(columns=box_columns),
+        notes=[none],
     )
     return [summary_section, box_section]
+
+
+_TABLE1_COLUMNS = ("kfda_error", "kfda_sd", "mpkfda_error", "mpkfda_sd", "mpkfda_k", "svm_error", "svm_sd")
 
 
 def _table1_sections(summary: _Summary, mpkfda: str = MPKFDA_METHOD) -> List[_Section]:
     """Paper 002, Table 1 from our results, and next to the published one."""
     methods = {"kfda": "kfda", "mpkfda": mpkfda, "svm": "svm"}
-    datasets = [d for d in summary.datasets if any((m, d) in summary.stats for m in methods.values())]
+    datasets = [d for d in summary.datasets if any(summary.has(m, d) for m in methods.values())]
+    stats = {key: summary.of(method).reindex(datasets) for key, method in methods.items()}
+    # Dim/Train/Test of the first of KFDA, MPKFDA and SVM that has the data set.
+    shape = None
+    for key in reversed(list(methods)):
+        own = stats[key][["n_features", "m_train", "m_test"]]
+        shape = own if shape is None else own.where(stats[key]["n"].notna(), shape)
+    table = shape.set_axis(["dim", "train", "test"], axis=1)
+    for key in methods:
+        table[f"{key}_error"], table[f"{key}_sd"] = stats[key]["err_mean"], stats[key]["err_sd"]
+        if key == "mpkfda":
+            table["mpkfda_k"] = stats[key]["k_mean"]
+    realisations = pd.DataFrame({f"{key}_realisations": stats[key]["n"].fillna(0).astype(int) for key in methods})
+    means = table[list(_TABLE1_COLUMNS)].apply(_mean)
+    counts = table[list(_TABLE1_COLUMNS)].count()
 
-    def get(method, d):
-        return summary.stats.get((method, d))
+    def formatted(row):
+        return [_fmt(row[c], "{:.1f}" if c == "mpkfda_k" else "{:.4f}") for c in _TABLE1_COLUMNS]
 
-    rows_md, rows_csv, mismatches = [], [], []
-    columns = {key: [] for key in ("kfda_error", "kfda_sd", "mpkfda_error", "mpkfda_sd", "mpkfda_k",
-                                   "svm_error", "svm_sd")}
-    for d in datasets:
-        any_stats = next(s for s in (get(m, d) for m in methods.values()) if s is not None)
-        dim, train, test = any_stats.n_features, any_stats.m_train, any_stats.m_test
-        values = {}
-        for key, method in methods.items():
-            st = get(method, d)
-            values[f"{key}_error"] = st.err_mean if st else math.nan
-            values[f"{key}_sd"] = st.err_sd if st else math.nan
-            values[f"{key}_n"] = st.n if st else 0
-        st = get(mpkfda, d)
-        values["mpkfda_k"] = st.k_mean if st else math.nan
-        for key in columns:
-            columns[key].append(values[key])
-        paper = published.TABLE1_002.get(d)
-        if paper and any(_isnum(ours) and ours != paper[key]
-                         for key, ours in (("dim", dim), ("train", train), ("test", test))):
-            mismatches.append(f"{d} (ours {_fmt(dim, '{:.0f}')}/{_fmt(train, '{:.0f}')}/{_fmt(test, '{:.0f}')}, "
-                              f"paper {paper['dim']}/{paper['train']}/{paper['test']})")
-        rows_md.append([d, _fmt(dim, "{:.0f}"), _fmt(train, "{:.0f}"), _fmt(test, "{:.0f}"),
-                        _fmt(values["kfda_error"], "{:.4f}"), _fmt(values["kfda_sd"], "{:.4f}"),
-                        _fmt(values["mpkfda_error"], "{:.4f}"), _fmt(values["mpkfda_sd"], "{:.4f}"),
-                        _fmt(values["mpkfda_k"], "{:.1f}"),
-                        _fmt(values["svm_error"], "{:.4f}"), _fmt(values["svm_sd"], "{:.4f}")])
-        rows_csv.append([d, dim, train, test] + [values[k] for k in columns]
-                        + [values["kfda_n"], values["mpkfda_n"], values["svm_n"]])
-    means = {key: _mean(vals) for key, vals in columns.items()}
-    counts = {key: len(_finite(vals)) for key, vals in columns.items()}
+    rows_md = [[d, _fmt(row["dim"], "{:.0f}"), _fmt(row["train"], "{:.0f}"), _fmt(row["test"], "{:.0f}")]
+               + formatted(row) for d, row in table.iterrows()]
+    csv = pd.concat([table, realisations], axis=1).rename_axis("dataset").reset_index()
     if datasets:
-        rows_md.append(["**Mean**", "", "", ""] + [
-            _fmt(means[k], "{:.1f}" if k == "mpkfda_k" else "{:.4f}") for k in columns])
-        rows_csv.append(["Mean", "", "", ""] + [means[k] for k in columns] + ["", "", ""])
+        rows_md.append(["**Mean**", "", "", ""] + formatted(means))
+        csv.loc[len(csv)] = {"dataset": "Mean", **means}
+        csv = csv.astype({column: "Int64" for column in realisations})
+    mismatches = []
+    for d, row in table.iterrows():
+        paper = published.TABLE1_002.get(d)
+        ours = (("dim", row["dim"]), ("train", row["train"]), ("test", row["test"]))
+        if paper and any(_isnum(value) and value != paper[key] for key, value in ours):
+            mismatches.append(f"{d} (ours {'/'.join(_fmt(value, '{:.0f}') for _, value in ours)}, "
+                              f"paper {paper['dim']}/{paper['train']}/{paper['test']})")
     notes = []
     uneven = {k: n for k, n in counts.items() if n < len(datasets)}
     if datasets and uneven:
         notes.append("The Mean row averages each column over the data sets that have it: "
                      + ", ".join(f"{k} over {n} of {len(datasets)}" for k, n in uneven.items()) + ".")
     for key, method in methods.items():
-        if not any((method, d) in summary.stats for d in summary.datasets):
+        if method not in summary.info:
             notes.append(f"No `{method}` results: the {key.upper()} columns are empty.")
     if mismatches:
         notes.append("Dim/Train/Test differ from paper 002 for: " + "; ".join(mismatches) + ".")
@@ -666,125 +613,117 @@ def _table1_sections(summary: _Summary, mpkfda: str = MPKFDA_METHOD) -> List[_Se
         title="Paper 002, Table 1: KFDA, MPKFDA and SVM per data set",
         text=f"Mean test error and its s.d. over the realisations; MPKFDA is `{mpkfda}`, with its mean selected "
              "sparsity `k`. The Mean row averages the data sets.",
-        markdown=_md_table(["Data set", "Dim", "Train", "Test", "KFDA error", "s.d.", "MPKFDA error", "s.d.",
-                            "k", "SVM error", "s.d."], rows_md) if rows_md else "",
-        csv_header=["dataset", "dim", "train", "test"] + list(columns)
-        + ["kfda_realisations", "mpkfda_realisations", "svm_realisations"],
-        csv_rows=rows_csv, notes=notes or ([] if datasets else ["No KFDA, MPKFDA or SVM results."]),
+        table=_frame(rows_md, ["Data set", "Dim", "Train", "Test", "KFDA error", "s.d.", "MPKFDA error", "s.d.",
+                               "k", "SVM error", "s.d."]),
+        csv=csv, notes=notes or ([] if datasets else ["No KFDA, MPKFDA or SVM results."]),
     )
+    return [ours, _table1_versus_paper(table.loc[[d for d in datasets if d in published.TABLE1_002]])]
 
-    # Ours against the paper, for the data sets in both.
-    both = [d for d in datasets if d in published.TABLE1_002]
-    cmp_md, cmp_csv = [], []
-    pairs = {key: ([], []) for key in columns}
-    for d in both:
-        paper = published.TABLE1_002[d]
-        row_md = [published.PAPER_NAMES_002.get(d, d)]
-        row_csv = [d]
+
+def _table1_versus_paper(table: pd.DataFrame) -> _Section:
+    """Ours next to paper 002's Table 1, on the data sets in both."""
+    paper = pd.DataFrame.from_dict(published.TABLE1_002, orient="index").reindex(table.index)
+    rows_md, rows_csv = [], []
+
+    def pair(error, sd):
+        return f"{_fmt(error, '{:.4f}')} ± {_fmt(sd, '{:.4f}')}"
+
+    for d in table.index:
+        ours, theirs = table.loc[d], published.TABLE1_002[d]
+        row_md, row_csv = [published.PAPER_NAMES_002.get(d, d)], [d]
         for key in ("kfda", "mpkfda", "svm"):
-            err, sd = columns[f"{key}_error"][datasets.index(d)], columns[f"{key}_sd"][datasets.index(d)]
-            row_md += [f"{_fmt(err, '{:.4f}')} ± {_fmt(sd, '{:.4f}')}" if _isnum(err) else _DASH,
-                       f"{paper[f'{key}_error']:.4f} ± {paper[f'{key}_sd']:.4f}"]
-            row_csv += [err, sd, paper[f"{key}_error"], paper[f"{key}_sd"]]
+            error, sd = ours[f"{key}_error"], ours[f"{key}_sd"]
+            row_md += [pair(error, sd) if _isnum(error) else _DASH, pair(theirs[f"{key}_error"], theirs[f"{key}_sd"])]
+            row_csv += [error, sd, theirs[f"{key}_error"], theirs[f"{key}_sd"]]
             if key == "mpkfda":
-                k = columns["mpkfda_k"][datasets.index(d)]
-                row_md += [_fmt(k, "{:.1f}"), f"{paper['mpkfda_k']}"]
-                row_csv += [k, paper["mpkfda_k"]]
-        for key in columns:
-            ours_value = columns[key][datasets.index(d)]
-            if _isnum(ours_value):
-                pairs[key][0].append(ours_value)
-                pairs[key][1].append(published.TABLE1_002[d][key])
-        cmp_md.append(row_md)
-        cmp_csv.append(row_csv)
-    if both:
+                row_md += [_fmt(ours["mpkfda_k"], "{:.1f}"), f"{theirs['mpkfda_k']}"]
+                row_csv += [ours["mpkfda_k"], theirs["mpkfda_k"]]
+        rows_md.append(row_md)
+        rows_csv.append(row_csv)
+    if len(table):
+        # Each column's mean over the data sets where we have it, and the paper's over the same ones.
+        have = table[list(_TABLE1_COLUMNS)].notna()
+        ours_mean = table[list(_TABLE1_COLUMNS)].apply(_mean)
+        paper_mean = paper[list(_TABLE1_COLUMNS)].astype(float).where(have).apply(_mean)
         mean_md, mean_csv = ["**Mean (same data sets)**"], ["Mean (same data sets)"]
         for key in ("kfda", "mpkfda", "svm"):
-            e_ours, e_paper = pairs[f"{key}_error"]
-            s_ours, s_paper = pairs[f"{key}_sd"]
-            mean_md += [f"{_fmt(_mean(e_ours), '{:.4f}')} ± {_fmt(_mean(s_ours), '{:.4f}')}" if e_ours else _DASH,
-                        f"{_fmt(_mean(e_paper), '{:.4f}')} ± {_fmt(_mean(s_paper), '{:.4f}')}" if e_paper else _DASH]
-            mean_csv += [_mean(e_ours), _mean(s_ours), _mean(e_paper), _mean(s_paper)]
+            error, sd = f"{key}_error", f"{key}_sd"
+            mean_md += [pair(ours_mean[error], ours_mean[sd]) if have[error].any() else _DASH,
+                        pair(paper_mean[error], paper_mean[sd]) if have[error].any() else _DASH]
+            mean_csv += [ours_mean[error], ours_mean[sd], paper_mean[error], paper_mean[sd]]
             if key == "mpkfda":
-                k_ours, k_paper = pairs["mpkfda_k"]
-                mean_md += [_fmt(_mean(k_ours), "{:.1f}"), _fmt(_mean(k_paper), "{:.1f}")]
-                mean_csv += [_mean(k_ours), _mean(k_paper)]
-        cmp_md.append(mean_md)
-        cmp_csv.append(mean_csv)
-    missing = [published.PAPER_NAMES_002[d] for d in published.TABLE1_002 if d not in both]
-    versus = _Section(
+                mean_md += [_fmt(ours_mean["mpkfda_k"], "{:.1f}"), _fmt(paper_mean["mpkfda_k"], "{:.1f}")]
+                mean_csv += [ours_mean["mpkfda_k"], paper_mean["mpkfda_k"]]
+        rows_md.append(mean_md)
+        rows_csv.append(mean_csv)
+    missing = [published.PAPER_NAMES_002[d] for d in published.TABLE1_002 if d not in table.index]
+    mean = published.TABLE1_002_MEAN
+    return _Section(
         stem="table1_vs_paper",
         title="Table 1 against paper 002",
         text="Mean test error ± s.d., ours and as published (Diethe et al., AISTATS 2009, Table 1). The Mean row "
              "averages, for each column pair, only the data sets where we have the method, so that both sides "
              "cover the same data sets. The paper's printed Mean over all 13 data sets is "
-             f"KFDA {published.TABLE1_002_MEAN['kfda_error']:.4f}, MPKFDA {published.TABLE1_002_MEAN['mpkfda_error']:.4f} "
-             f"(k = {published.TABLE1_002_MEAN['mpkfda_k']}), SVM {published.TABLE1_002_MEAN['svm_error']:.4f}.",
-        markdown=_md_table(["Data set", "KFDA (ours)", "KFDA (paper)", "MPKFDA (ours)", "MPKFDA (paper)",
-                            "k (ours)", "k (paper)", "SVM (ours)", "SVM (paper)"], cmp_md) if cmp_md else "",
-        csv_header=["dataset", "kfda_error", "kfda_sd", "kfda_error_paper", "kfda_sd_paper",
-                    "mpkfda_error", "mpkfda_sd", "mpkfda_error_paper", "mpkfda_sd_paper", "mpkfda_k", "mpkfda_k_paper",
-                    "svm_error", "svm_sd", "svm_error_paper", "svm_sd_paper"],
-        csv_rows=cmp_csv,
+             f"KFDA {mean['kfda_error']:.4f}, MPKFDA {mean['mpkfda_error']:.4f} "
+             f"(k = {mean['mpkfda_k']}), SVM {mean['svm_error']:.4f}.",
+        table=_frame(rows_md, ["Data set", "KFDA (ours)", "KFDA (paper)", "MPKFDA (ours)", "MPKFDA (paper)",
+                               "k (ours)", "k (paper)", "SVM (ours)", "SVM (paper)"]),
+        csv=_frame(rows_csv, ["dataset", "kfda_error", "kfda_sd", "kfda_error_paper", "kfda_sd_paper",
+                              "mpkfda_error", "mpkfda_sd", "mpkfda_error_paper", "mpkfda_sd_paper", "mpkfda_k",
+                              "mpkfda_k_paper", "svm_error", "svm_sd", "svm_error_paper", "svm_sd_paper"]),
         notes=[f"Not in our results: {', '.join(missing)}." if missing else ""],
     )
-    return [ours, versus]
 
 
 def _counts_section(summary: _Summary) -> _Section:
-    rows_md, rows_csv = [], []
-    for method in summary.methods:
-        cells, total = [], 0
-        for d in summary.datasets:
-            st = summary.stats.get((method, d))
-            if st is None:
-                cells.append(_DASH)
-                rows_csv.append([d, method, 0, 0, 0, "", ""])
-                continue
-            total += st.n
-            cells.append(f"{st.n} ({st.n_canonical})")
-            rows_csv.append([d, method, st.n, st.n_canonical, st.n - st.n_canonical,
-                             min(st.realisations), max(st.realisations)])
-        rows_md.append([method] + cells + [total])
+    index = pd.MultiIndex.from_product([summary.methods, summary.datasets], names=["method", "dataset"])
+    stats = summary.stats.reindex(index)
+    n = stats["n"].fillna(0).astype(int)
+    canonical = stats["n_canonical"].fillna(0).astype(int)
+    cells = (n.astype(str) + " (" + canonical.astype(str) + ")").where(stats["n"].notna(), _DASH)
+    table = cells.unstack("dataset").reindex(index=summary.methods, columns=summary.datasets)
+    table["Total"] = n.groupby(level="method").sum().astype(str)
+    csv = pd.DataFrame({"realisations": n, "canonical": canonical, "generated": n - canonical,
+                        "first_realisation": stats["first"].astype("Int64"),
+                        "last_realisation": stats["last"].astype("Int64")})
+    csv = csv.reset_index()[["dataset", "method", "realisations", "canonical", "generated",
+                             "first_realisation", "last_realisation"]]
     return _Section(
         stem="counts",
         title="Realisations per data set and method",
         text="Cells: realisations present (of which canonical IDA splits); — means none.",
-        markdown=_md_table(["Method"] + summary.datasets + ["Total"], rows_md) if rows_md else "",
-        csv_header=["dataset", "method", "realisations", "canonical", "generated", "first_realisation",
-                    "last_realisation"],
-        csv_rows=rows_csv,
+        table=table.rename_axis("Method").reset_index() if summary.methods else pd.DataFrame(),
+        csv=csv,
     )
 
 
 def _gamma_section(results: ResultSet) -> Optional[_Section]:
     if not results.present["gamma.csv"]:
         return None
-    rows = sorted(results.gamma, key=lambda r: (_rank(r["dataset"], list(published.TABLE1_002)), r["dataset"]))
-    md = [[r["dataset"], _fmt(_float(r.get("gamma")), "{:.4g}"), _fmt(_float(r.get("width")), "{:.4g}"),
-           _fmt(_float(r.get("cv_error")), "{:.4f}"), r.get("split_widths") or ""] for r in rows]
+    rank = list(published.TABLE1_002)
+    gamma = results.gamma.reindex(columns=["dataset", "gamma", "width", "cv_error", "split_widths"], fill_value="")
+    gamma = gamma.iloc[sorted(range(len(gamma)), key=lambda i: (_rank(gamma["dataset"].iloc[i], rank),
+                                                                gamma["dataset"].iloc[i]))]
+    csv = gamma.assign(**{column: _numbers(gamma[column]) for column in ("gamma", "width", "cv_error")})
+    table = pd.DataFrame({
+        "Data set": csv["dataset"], "γ": csv["gamma"].map(lambda v: _fmt(v, "{:.4g}")),
+        "width": csv["width"].map(lambda v: _fmt(v, "{:.4g}")), "CV error": csv["cv_error"].map(lambda v: _fmt(v, "{:.4f}")),
+        "widths per split": csv["split_widths"]})
     return _Section(
         stem="gamma",
         title="Kernel widths chosen by cross-validation",
         text="RBF kernel exp(−γ‖x − z‖²), width = 1/γ: the median of the widths chosen on the cross-validation "
              "realisations (paper 000, Section 3.4).",
-        markdown=_md_table(["Data set", "γ", "width", "CV error", "widths per split"], md) if md else "",
-        csv_header=["dataset", "gamma", "width", "cv_error", "split_widths"],
-        csv_rows=[[r["dataset"], _float(r.get("gamma")), _float(r.get("width")), _float(r.get("cv_error")),
-                   r.get("split_widths") or ""] for r in rows],
-        notes=[] if md else ["`gamma.csv` has no rows yet."],
+        table=table, csv=csv,
+        notes=[] if len(table) else ["`gamma.csv` has no rows yet."],
     )
 
 
 def _curves(results: ResultSet) -> Dict[Tuple[str, str, str], Tuple[np.ndarray, np.ndarray]]:
-    grouped: Dict[Tuple[str, str, str], List[Tuple[float, float]]] = {}
-    for row in results.paths:
-        grouped.setdefault((row["dataset"], row["method"], row["curve"]), []).append((row["k"], row["error"]))
-    curves = {}
-    for key, points in grouped.items():
-        points.sort()
-        curves[key] = (np.array([p[0] for p in points]), np.array([p[1] for p in points]))
-    return curves
+    """``{(dataset, method, curve): (k, error)}``, each curve sorted by k."""
+    paths = results.paths.sort_values(["dataset", "method", "curve", "k", "error"])
+    return {key: (group["k"].to_numpy(), group["error"].to_numpy())
+            for key, group in paths.groupby(["dataset", "method", "curve"], sort=False)}
 
 
 def _paths_section(results: ResultSet, summary: _Summary) -> Optional[_Section]:
@@ -792,8 +731,8 @@ def _paths_section(results: ResultSet, summary: _Summary) -> Optional[_Section]:
         return None
     curves = _curves(results)
     keys = sorted({(d, m) for d, m, _ in curves},
-                  key=lambda dm: (_rank(dm[0], summary.datasets), summary.method_key(dm[1])))
-    rows_md, rows_csv = [], []
+                  key=lambda dm: (_rank(dm[0], summary.datasets), summary.method_key(dm[1]), dm))
+    rows = []
     for d, m in keys:
         cv, test = curves.get((d, m, "cv")), curves.get((d, m, "test"))
         k_best = cv_best = test_at = test_best = k_test_best = math.nan
@@ -805,22 +744,21 @@ def _paths_section(results: ResultSet, summary: _Summary) -> Optional[_Section]:
             k_test_best, test_best = test[0][j], test[1][j]
             if _isnum(k_best):
                 test_at = test[1][int(np.argmin(np.abs(test[0] - k_best)))]
-        st = summary.stats.get((m, d))
-        k_chosen = st.k_mean if st else math.nan
-        rows_md.append([d, m, _fmt(k_best, "{:.0f}"), _fmt(cv_best, "{:.4f}"), _fmt(test_at, "{:.4f}"),
-                        _fmt(k_test_best, "{:.0f}"), _fmt(test_best, "{:.4f}"), _fmt(k_chosen, "{:.1f}")])
-        rows_csv.append([d, m, k_best, cv_best, test_at, k_test_best, test_best, k_chosen])
+        k_chosen = summary.stats.at[(m, d), "k_mean"] if summary.has(m, d) else math.nan
+        rows.append([d, m, k_best, cv_best, test_at, k_test_best, test_best, k_chosen])
+    csv = _frame(rows, ["dataset", "method", "k_min_cv", "cv_error_min", "test_error_at_k_min_cv", "k_min_test",
+                        "test_error_min", "k_results_mean"])
+    specs = ("{:.0f}", "{:.4f}", "{:.4f}", "{:.0f}", "{:.4f}", "{:.1f}")
+    table = _frame([row[:2] + [_fmt(value, spec) for value, spec in zip(row[2:], specs)] for row in rows],
+                   ["Data set", "Method", "k (min CV)", "CV error", "test error at k", "k (min test)",
+                    "min test error", "k in results"])
     return _Section(
         stem="paths",
         title="Sparsity paths",
         text="From `paths.csv`: the k of least mean validation error (cv curve), the test error of realisation 1 "
              "at that k (nearest k of the test curve), the k of least test error, and the mean k in `results.csv`.",
-        markdown=_md_table(["Data set", "Method", "k (min CV)", "CV error", "test error at k", "k (min test)",
-                            "min test error", "k in results"], rows_md) if rows_md else "",
-        csv_header=["dataset", "method", "k_min_cv", "cv_error_min", "test_error_at_k_min_cv", "k_min_test",
-                    "test_error_min", "k_results_mean"],
-        csv_rows=rows_csv,
-        notes=[] if rows_md else ["`paths.csv` has no rows yet."],
+        table=table, csv=csv,
+        notes=[] if rows else ["`paths.csv` has no rows yet."],
     )
 
 
@@ -841,7 +779,7 @@ def _missing(results: ResultSet, summary: _Summary, limit: int = 40) -> List[str
     for name, present in results.present.items():
         if not present:
             lines.append(f"`{name}` is absent.")
-    if not results.runs:
+    if results.runs.empty:
         lines.append("`results.csv` has no usable rows: every table is empty.")
         return lines
     config = results.config or {}
@@ -871,12 +809,13 @@ def _missing(results: ResultSet, summary: _Summary, limit: int = 40) -> List[str
         methods = _order(set(methods) | set(expected_methods), methods)
     datasets = expected_datasets or summary.datasets
     gaps = []
+    counts = summary.stats["n"]
     for d in datasets:
-        have = [summary.stats[m, d].n for m in summary.methods if (m, d) in summary.stats]
+        have = [counts[m, d] for m in summary.methods if summary.has(m, d)]
         target = _expected_realisations(d, config) if expected_datasets else None
         target = max([target or 0] + have)
         for m in methods:
-            n = summary.stats[m, d].n if (m, d) in summary.stats else 0
+            n = counts[m, d] if summary.has(m, d) else 0
             if n < target:
                 gaps.append(f"{m} on {d}: {n} of {target}")
     if gaps:
@@ -908,9 +847,11 @@ def _figure_helpers():
         return fig, axes[:n]
 
     def boxes(ax, data: Sequence[Sequence[float]], labels: Sequence[str], rotate: bool = False):
-        positions = [i + 1 for i, values in enumerate(data) if len(_finite(values))]
+        data = [np.asarray(values, dtype=float) for values in data]
+        data = [values[np.isfinite(values)] for values in data]
+        positions = [i + 1 for i, values in enumerate(data) if len(values)]
         if positions:
-            ax.boxplot([_finite(data[p - 1]) for p in positions], positions=positions,
+            ax.boxplot([data[p - 1] for p in positions], positions=positions,
                        medianprops={"color": "red"}, widths=0.6)
         ax.set_xticks(range(1, len(labels) + 1))
         ax.set_xticklabels(labels, rotation=45 if rotate else 0, ha="right" if rotate else "center", fontsize=8)
@@ -960,9 +901,7 @@ def _figures(results: ResultSet, summary: _Summary, fig_dir: Path, written: List
             for ax, (criterion, deflation) in zip(axes, chosen):
                 data = []
                 for stage in sweeps[criterion, deflation]:
-                    method = summary.by_variant[criterion, deflation, stage]
-                    values = _finite([getattr(summary.stats[method, d], attribute)
-                                      for d in summary.method_datasets(method)])
+                    values = summary.of(summary.by_variant[criterion, deflation, stage])[attribute].dropna()
                     data.append(np.log10(values[values > 0]) if attribute == "time_mean" else values)
                 boxes(ax, data, [str(stage) for stage in sweeps[criterion, deflation]])
                 ax.set_title(f"{criterion} / {deflation}" if len(chosen) > 1 else "across data sets", fontsize=10)
@@ -980,12 +919,12 @@ def _figures(results: ResultSet, summary: _Summary, fig_dir: Path, written: List
     stage1 = {(c, d): m for (c, d, s), m in summary.by_variant.items() if s == 1}
 
     def per_dataset_figure(number, name, title, caption, methods_labels):
-        datasets = [d for d in summary.datasets if any((m, d) in summary.stats for m, _ in methods_labels)]
+        datasets = [d for d in summary.datasets if any(summary.has(m, d) for m, _ in methods_labels)]
         if not datasets:
             return
         fig, axes = panels(len(datasets), ncols=4, title=title)
         for ax, d in zip(axes, datasets):
-            data = [summary.stats[m, d].errors if (m, d) in summary.stats else [] for m, _ in methods_labels]
+            data = [summary.errors(m, d) for m, _ in methods_labels]
             boxes(ax, data, [label for _, label in methods_labels], rotate=len(methods_labels) > 3)
             ax.set_title(d, fontsize=10)
             ax.set_ylabel("test error", fontsize=8)
@@ -1103,7 +1042,7 @@ def write_report(results_dir, out_dir=None, *, figures: bool = True, canonical_o
     summary = _Summary(results.runs)
     written: List[Path] = []
 
-    grid_sections, (long_name, long_header, long_rows) = _grid_sections(summary)
+    grid_sections, (long_name, long) = _grid_sections(summary)
     stage_sections = _stage_sections(summary)
     table1_sections = _table1_sections(summary, mpkfda_method)
     counts = _counts_section(summary)
@@ -1111,12 +1050,8 @@ def write_report(results_dir, out_dir=None, *, figures: bool = True, canonical_o
     sections = grid_sections + stage_sections + table1_sections + [counts] + extra
     for section in sections:
         section.write(out, written)
-    long_path = out / long_name
-    with open(long_path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(long_header)
-        writer.writerows([[_csv_value(v) for v in row] for row in long_rows])
-    written.append(long_path)
+    _write_csv(long, out / long_name)
+    written.append(out / long_name)
 
     figure_notes: List[str] = []
     made: List[Tuple[str, Path, str]] = []
