@@ -1,4 +1,4 @@
-"""Bad input gets a clear exception naming the argument, never a panic or a hang (DESIGN §5)."""
+"""Bad input gets a clear exception naming the argument, never a panic or a hang."""
 
 from __future__ import annotations
 

@@ -19,8 +19,8 @@ from gkfda.datasets import (
     load_svmlight,
 )
 
-# name: (N, d, #(+1), #(-1), m_train, m_test, R, canonical realisation numbers), as described in
-# the data notes (shared/data/raetsch/README.md, verification table).
+# name: (N, d, #(+1), #(-1), m_train, m_test, R, canonical realisation numbers), as the IDA
+# benchmark repository describes them (python/gkfda/data/raetsch/README.md).
 EXPECTED = {
     "banana": (5300, 2, 2376, 2924, 400, 4900, 100, range(1, 11)),
     "breast_cancer": (277, 9, 81, 196, 200, 77, 100, range(1, 11)),

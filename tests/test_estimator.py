@@ -41,7 +41,7 @@ def test_sklearn_compatible(estimator, check):
 
 def _precomputed_expected_failures(estimator):
     # The common checks feed a precomputed-kernel estimator matrices that are not
-    # kernels; refusing them is the documented behaviour (DESIGN §5), not a defect.
+    # kernels; refusing what is not symmetric positive semi-definite is intended, not a defect.
     return {
         "check_estimators_dtypes": (
             "casts the linear kernel X X' to int32/int64; the truncated matrix breaks "

@@ -56,7 +56,8 @@ def test_random_criterion_is_reproducible_distinct_and_matches_reference(deflati
 @pytest.mark.parametrize("criterion", SCORED_CRITERIA)
 @pytest.mark.parametrize("family", ["projection", "schur"])
 def test_ortho_forms_equal_plain_forms_for_projection_and_schur(family, criterion, stages, problem):
-    # DESIGN §1: the deflated columns are already orthogonal to every earlier direction.
+    # Projection and Schur deflations leave columns already orthogonal to every earlier
+    # direction, so their ortho- forms pick the same bases.
     K, y = problem(4)
     np.testing.assert_array_equal(
         rust_select(K, y, 25, criterion, "ortho-" + family, stages),
