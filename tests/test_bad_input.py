@@ -207,6 +207,14 @@ def test_k_larger_than_sample(data):
         GreedyKFDA(k=21).fit(X, y)
 
 
+@pytest.mark.parametrize(("dtype", "expected"), [(float, np.float64), (np.float32, np.float32),
+                                               (np.dtype("float32"), np.float32), ("float64", np.float64)])
+def test_dtype_spellings_are_accepted(data, dtype, expected):
+    X, y = data
+    model = GreedyKFDA(k=3, dtype=dtype).fit(X, y)
+    assert model.transform(X).dtype == np.float64 and model._union_points.dtype == expected
+
+
 def test_numpy_integers_are_accepted(data):
     X, y = data
     model = GreedyKFDA(k=np.int64(3), stages=np.int32(1), degree=np.uint8(2), n_jobs=np.int64(1)).fit(X, y)

@@ -127,7 +127,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         "reg": [_Number(Real, 0, np.inf, closed="left")],
         "dtype": [
             StrOptions(set(DTYPES)),
-            Options(type, {np.float64, np.float32}),
+            Options(type, {float, np.float64, np.float32}),
             Options(np.dtype, {np.dtype(name) for name in DTYPES}),
         ],
         # Any non-zero integer: negative counts back from the number of cores (joblib's way).
