@@ -163,6 +163,7 @@ def main(argv=None) -> int:
     )
     demo.add_argument("--seed", type=int, default=0)
     from .datasets import list_benchmarks
+    from .study.protocol import BASELINES
 
     run = commands.add_parser(
         "experiment",
@@ -178,7 +179,7 @@ def main(argv=None) -> int:
     run.add_argument("--realisations", type=int, help="first N realisations of each data set (default: all)")
     run.add_argument("--cv-realisations", type=int, help="training realisations used by cross-validation (5)")
     run.add_argument("--folds", type=int, help="cross-validation folds (5)")
-    run.add_argument("--baselines", nargs="*", choices=["kfda", "svm"], default=["kfda", "svm"])
+    run.add_argument("--baselines", nargs="*", choices=BASELINES, default=list(BASELINES))
     run.add_argument("--no-baselines", action="store_true")
     run.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel tasks (joblib)")
     run.add_argument("--backend", choices=["loky", "threading", "dask", "ray"], default=None,
