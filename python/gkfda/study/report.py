@@ -140,9 +140,19 @@ def _text(frame: pd.DataFrame, column: str) -> pd.Series:
     return frame[column].astype(str).str.strip()
 
 
+def _float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
+
 def _numbers(values: pd.Series) -> pd.Series:
-    """Floats; NaN for what is empty, not a number or not finite."""
-    numbers = pd.to_numeric(values, errors="coerce").astype(float)
+    """Floats; NaN for what is empty, not a number or not finite.
+
+    Python's ``float`` reads them: it round-trips the written values exactly, where
+    ``pd.to_numeric`` may not (pandas 2 misses the last bit of some)."""
+    numbers = values.map(_float).astype(float)
     return numbers.where(np.isfinite(numbers))
 
 
