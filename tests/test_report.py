@@ -3,6 +3,7 @@
 import csv
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -315,6 +316,19 @@ def test_run_and_main(results_dir, tmp_path, capsys):
     assert (results_dir / "report" / "report.md").exists()
     assert "report.md" in capsys.readouterr().out
     assert report.main([str(tmp_path / "does-not-exist")]) == 2
+
+
+#: The study's committed results and the tables made from them.
+COMMITTED = Path(__file__).resolve().parents[1] / "docs" / "results"
+
+
+@pytest.mark.skipif(not (COMMITTED / "report").is_dir(), reason="no committed results in this tree")
+def test_committed_results_regenerate_their_tables(tmp_path):
+    report.write_report(COMMITTED, tmp_path, figures=False)
+    tables = sorted((COMMITTED / "report").glob("*.csv"))
+    assert len(tables) >= 16
+    for table in tables:
+        assert (tmp_path / table.name).read_bytes() == table.read_bytes(), table.name
 
 
 # --------------------------------------------------------------------------- published numbers
