@@ -489,12 +489,12 @@ fn parameter_names() -> [(&'static str, Vec<&'static str>); 3] {
 
 #[pymodule]
 fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
-    for (attribute, names) in parameter_names() {
-        module.add(attribute, pyo3::types::PyTuple::new(module.py(), names)?)?;
-    }
     // The level is fixed here, at import, in the importing thread: `GKFDA_SIMD` is read
     // before any thread of the package runs (and before a later `putenv` could race it).
     cpu::simd_level();
+    for (attribute, names) in parameter_names() {
+        module.add(attribute, pyo3::types::PyTuple::new(module.py(), names)?)?;
+    }
     module.add_function(wrap_pyfunction!(kernel_matrix, module)?)?;
     module.add_function(wrap_pyfunction!(greedy_select, module)?)?;
     module.add_function(wrap_pyfunction!(greedy_select_many, module)?)?;
