@@ -8,7 +8,7 @@ this process run. RBF kernel, 20 features, float64 unless said; the greedy phase
 timed apart from the kernel computation. Sections:
 
 * ``floor``   — greedy time per deflation against ``k × T(gemv over K)`` (NumPy's ``K @ v``,
-  the cost floor of one pick per stage, DESIGN §4) and against ``gkfda.reference``;
+  the cost floor of one pick per stage: docs/architecture.md) and against ``gkfda.reference``;
 * ``stages``  — stages 10 against stages 1;
 * ``float32`` — float32 against float64, and whether the selections agree;
 * ``memory``  — peak resident memory of a whole fit (in a fresh process) against bytes(K);
@@ -357,8 +357,7 @@ def section_loop(args):
     print(f"\n### Fits back to back (m={m}, k={k}, d={args.d}, float64, {args.threads} threads)\n")
     print("Each figure is the median over pairs of the mean of 5 consecutive fits; `greedy alone` is")
     print("one `greedy_select` on the two-class problem's kernel (a 3-class fit makes one per class).")
-    print("The models' BLAS on one thread is what ships; multi-threaded is the design before the fifth")
-    print("session.\n")
+    print("The models' BLAS on one thread is what ships; multi-threaded is shown for comparison.\n")
     print("| problem | greedy alone (ms) | fit, BLAS on one thread (ms) | fit, BLAS multi-threaded (ms) | "
           "multi-threaded / one thread |")
     print("|---|---|---|---|---|")
@@ -386,7 +385,7 @@ def section_loop(args):
         blas_on_one_thread(True)
 
     # A parallel grid search: joblib's workers set OMP_NUM_THREADS to cores // n_jobs, which
-    # n_jobs=None follows; n_jobs=<cores> is what None meant before the fifth session.
+    # n_jobs=None follows; n_jobs=<cores> starts a thread per core in every worker.
     from sklearn.model_selection import GridSearchCV
 
     X, y = problem(1500, args.d, np.float64)
