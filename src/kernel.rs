@@ -1,17 +1,80 @@
 //! Kernel matrices, computed in row blocks in parallel.
 //!
-//! Each block is one GEMM of a slab of rows against the other set (ndarray's
-//! `general_mat_mul`, sequential inside a block so that a value never depends on the
-//! thread count), then the kernel's elementwise map. The symmetric Gram matrix computes
-//! only the upper block triangle and mirrors it, so it is exactly symmetric and costs
-//! half the exponentials.
+//! Each block is one GEMM of a slab of rows against the other set (faer's, sequential
+//! inside a block so that a value never depends on the thread count), then the kernel's
+//! elementwise map. The symmetric Gram matrix computes only the upper block triangle and
+//! mirrors it, so it is exactly symmetric and costs half the exponentials.
 
 use crate::error::{try_zeroed, Error, Result};
 use crate::real::Real;
+use faer::linalg::matmul::matmul;
+use faer::traits::ComplexField;
+use faer::{Accum, MatMut, MatRef, Par};
 use ndarray::linalg::general_mat_mul;
 use ndarray::{s, Array2, ArrayView2, ArrayViewMut2, Axis};
 use rayon::prelude::*;
+use std::any::TypeId;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+/// `dst = lhs·rhs`, or `dst += lhs·rhs` with `Accum::Add`: one sequential GEMM, faer's for
+/// `f64` and `f32` (ndarray's for any other [`Real`]). faer takes strided views as they are
+/// and sends a single row (a one-point prediction) to its matrix-vector kernel rather than
+/// packing it for a GEMM.
+fn gemm<F: Real>(mut dst: ArrayViewMut2<F>, lhs: ArrayView2<F>, rhs: ArrayView2<F>, accum: Accum) {
+    /// Runs the product as `T` when `F` is `T`; says whether it did.
+    fn as_type<F: 'static, T: ComplexField + 'static>(
+        dst: &mut ArrayViewMut2<F>,
+        lhs: &ArrayView2<F>,
+        rhs: &ArrayView2<F>,
+        accum: Accum,
+    ) -> bool {
+        if TypeId::of::<F>() != TypeId::of::<T>() {
+            return false;
+        }
+        // SAFETY: `F` is `T`; the views' pointers, shapes and strides describe live arrays
+        // for the duration of the call, and `dst` is borrowed mutably.
+        unsafe {
+            let (lhs, rhs) = (faer_ref::<F, T>(lhs), faer_ref::<F, T>(rhs));
+            let dst = MatMut::from_raw_parts_mut(
+                dst.as_mut_ptr().cast::<T>(),
+                dst.nrows(),
+                dst.ncols(),
+                dst.strides()[0],
+                dst.strides()[1],
+            );
+            matmul(
+                dst,
+                accum,
+                lhs,
+                rhs,
+                faer::traits::math_utils::one::<T>(),
+                Par::Seq,
+            );
+        }
+        true
+    }
+    /// # Safety
+    /// `F` is `T`.
+    unsafe fn faer_ref<'a, F, T>(view: &'a ArrayView2<F>) -> MatRef<'a, T> {
+        MatRef::from_raw_parts(
+            view.as_ptr().cast::<T>(),
+            view.nrows(),
+            view.ncols(),
+            view.strides()[0],
+            view.strides()[1],
+        )
+    }
+    if !(as_type::<F, f64>(&mut dst, &lhs, &rhs, accum)
+        || as_type::<F, f32>(&mut dst, &lhs, &rhs, accum))
+    {
+        let beta = if accum == Accum::Add {
+            F::one()
+        } else {
+            F::zero()
+        };
+        general_mat_mul(F::one(), &lhs, &rhs, beta, &mut dst);
+    }
+}
 
 /// Rows per block: one block's GEMM output stays in cache while it is mapped.
 const BLOCK: usize = 64;
@@ -169,12 +232,11 @@ pub fn cross_with_stop<F: Real>(
     let (norms_x, norms_z) = (squared_norms(x), squared_norms(z));
     let work = |b: usize, mut block: ArrayViewMut2<F>| {
         let rows = b * BLOCK..b * BLOCK + block.nrows();
-        general_mat_mul(
-            F::one(),
-            &x.slice(s![rows.clone(), ..]),
-            &z.t(),
-            F::zero(),
-            &mut block,
+        gemm(
+            block.view_mut(),
+            x.slice(s![rows.clone(), ..]),
+            z.t(),
+            Accum::Replace,
         );
         kernel.map_block(block, &norms_x[rows], &norms_z);
     };
@@ -242,7 +304,7 @@ pub fn expansion_with_stop<F: Real>(
         let rows = b * BLOCK..b * BLOCK + out_block.nrows();
         let x_block = x.slice(s![rows, ..]);
         let mut values = Array2::<F>::zeros((x_block.nrows(), k));
-        general_mat_mul(F::one(), &x_block, &basis.t(), F::zero(), &mut values);
+        gemm(values.view_mut(), x_block, basis.t(), Accum::Replace);
         kernel.map_block(values.view_mut(), &squared_norms(x_block), &norms_basis);
         // The weights are f64 whatever F: the sums run in f64, by a GEMM of the block
         // (f32 values widened first; f64 ones used as they are).
@@ -255,7 +317,7 @@ pub fn expansion_with_stop<F: Real>(
                 &widened
             }
         };
-        general_mat_mul(1.0, values_f64, &weights, 1.0, &mut out_block);
+        gemm(out_block, values_f64.view(), weights, Accum::Add);
     };
     for_each_row_block(&mut out, n_threads, stop, work)?;
     Ok(out)
@@ -322,12 +384,11 @@ pub fn gram_into_with_stop<F: Real>(
                 let start = b * BLOCK;
                 let rows = start..start + block.nrows();
                 let mut upper = block.slice_mut(s![.., start..]);
-                general_mat_mul(
-                    F::one(),
-                    &x.slice(s![rows.clone(), ..]),
-                    &x.slice(s![start.., ..]).t(),
-                    F::zero(),
-                    &mut upper,
+                gemm(
+                    upper.view_mut(),
+                    x.slice(s![rows.clone(), ..]),
+                    x.slice(s![start.., ..]).t(),
+                    Accum::Replace,
                 );
                 kernel.map_block(upper.view_mut(), &norms[rows], &norms[start..]);
                 if let Kernel::Rbf { .. } = kernel {
@@ -518,6 +579,43 @@ mod tests {
         assert!(gram_into(x.view(), &kernel, 2, wrong.view_mut()).is_err());
         let mut transposed = Array2::<f64>::zeros((70, 70));
         assert!(gram_into(x.view(), &kernel, 2, transposed.view_mut().reversed_axes()).is_err());
+    }
+
+    #[test]
+    fn f32_kernels_and_single_rows_match_f64() {
+        // f32 blocks take their own GEMM; one-row blocks take a matrix-vector path.
+        let (x, basis) = (points(70, 6, 11), points(9, 6, 12));
+        let weights = points(9, 2, 13);
+        let (x32, basis32) = (x.mapv(|v| v as f32), basis.mapv(|v| v as f32));
+        let bias = [0.25, -0.5];
+        for kernel in [Kernel::Linear, Kernel::Rbf { gamma: 0.6 }] {
+            let close = |a: &Array2<f32>, b: &Array2<f64>| {
+                a.iter().zip(b).all(|(a, b)| (*a as f64 - b).abs() < 1e-5)
+            };
+            assert!(close(
+                &gram(x32.view(), &kernel, 2).unwrap(),
+                &naive(&x, &x, &kernel)
+            ));
+            let g32 = gram(x32.view(), &kernel, 2).unwrap();
+            assert_eq!(g32, g32.t());
+            assert!(close(
+                &cross(x32.view(), basis32.view(), &kernel, 1).unwrap(),
+                &naive(&x, &basis, &kernel)
+            ));
+            let all = expansion(x.view(), basis.view(), weights.view(), &bias, &kernel, 1);
+            let all = all.unwrap();
+            for i in [0, 33, 69] {
+                let one = x.slice(s![i..i + 1, ..]);
+                let row = expansion(one, basis.view(), weights.view(), &bias, &kernel, 1);
+                let row = row.unwrap();
+                assert!((&row.row(0) - &all.row(i)).iter().all(|e| e.abs() < 1e-12));
+                let one32 = x32.slice(s![i..i + 1, ..]);
+                let row32 = expansion(one32, basis32.view(), weights.view(), &bias, &kernel, 1);
+                assert!((&row32.unwrap().row(0) - &all.row(i))
+                    .iter()
+                    .all(|e| e.abs() < 1e-4));
+            }
+        }
     }
 
     #[test]
