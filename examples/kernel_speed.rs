@@ -1,5 +1,5 @@
 //! Time of the kernel blocks (`kernel::gram_into`, `kernel::cross`, `kernel::expansion`,
-//! whose GEMMs are faer's) against a yardstick, in turns:
+//! the Gram by faer's GEMM, the others by ndarray's) against a yardstick, in turns:
 //! `cargo run --release --example kernel_speed -- 7` (pairs; 7 if omitted).
 //!
 //! The Gram and cross kernels are timed against the memory floor of their output: a plain
