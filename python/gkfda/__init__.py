@@ -10,10 +10,12 @@ import warnings as _warnings
 
 from . import _core, reference
 from .estimator import GreedyKFDA, fit
+from .model_selection import GreedyKFDACV
 from .reference import CRITERIA, DEFLATIONS
 
 __all__ = [
     "GreedyKFDA",
+    "GreedyKFDACV",
     "fit",
     "reference",
     "CRITERIA",
