@@ -153,9 +153,11 @@ def test_default_gamma_grid_is_relative_to_the_scale(moons):
     X = 10.0 * X
     search = GreedyKFDACV(max_k=5).fit(X, y)
     scale = 1.0 / (X.shape[1] * X.var())
-    np.testing.assert_allclose(search.gammas_, scale * 2.0 ** np.arange(-6, 2))
+    np.testing.assert_allclose(search.gammas_, scale * 2.0 ** np.array([-7, -5, -3, -1]))
     assert search.max_k_ == 5 and search.n_splits_ == 5
-    assert len(search.cv_results_["params"]) == 8 * 5
+    assert len(search.cv_results_["params"]) == 4 * 5
+    one = GreedyKFDACV(gammas=1, max_k=5).fit(X, y)
+    np.testing.assert_allclose(one.gammas_, [scale / 16])
 
 
 def test_default_k_ceiling_is_capped_by_the_fold(moons):

@@ -16,6 +16,7 @@ import time
 import warnings
 
 import numpy as np
+from scipy.linalg import get_lapack_funcs
 from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, TransformerMixin, _fit_context, clone
 from sklearn.metrics import check_scoring, get_scorer_names, log_loss
@@ -26,12 +27,18 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._model import one_blas_thread
+from ._model import fisher_discriminant, one_blas_thread
 from .estimator import KERNELS, GreedyKFDA, _default_gamma
 from .reference import CRITERIA, DEFLATIONS
 
+#: The range of the default gamma grid, as powers of 2 times the data's scale.
+GAMMA_EXPONENTS = (-7.0, -1.0)
+
 #: The ceiling of ``k`` when ``max_k=None`` (further capped by the training-fold size).
-DEFAULT_MAX_K = 200
+DEFAULT_MAX_K = 100
+
+_potrf, _pocon, _potrs = get_lapack_funcs(("potrf", "pocon", "potrs"), dtype=np.float64)
+_EPSILON = np.finfo(np.float64).eps
 
 # Scorers computed straight from the path's decision values, with no model copied per k.
 _PATH_SCORINGS = (None, "accuracy", "neg_log_loss")
@@ -53,18 +60,23 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, MetaEstimatorMixin, BaseEs
 
     Parameters
     ----------
-    gammas : int or array-like of float, default=8
+    gammas : int or array-like of float, default=4
         The ``gamma`` grid of the ``rbf`` and ``poly`` kernels. An int ``n`` asks for
         ``n`` values relative to the data's scale ``s = 1 / (n_features · Var(X))``
         (scikit-learn's ``gamma="scale"``, computed on the ``X`` given to ``fit``):
-        ``s · 2**e`` with ``e`` the ``n`` consecutive integers ending at 1 (the default
-        8 gives ``s/64 … 2s``: scaled data rarely wants a narrower kernel). An array
-        gives the values themselves (positive). The ``linear``, ``precomputed`` and
-        callable kernels have no ``gamma``: leave it an int, and no ``gamma`` is searched.
+        ``s · 2**e`` with ``n`` exponents ``e`` evenly spaced from -7 to -1 (the default
+        4: ``s/128, s/32, s/8, s/2``; a single value is ``s/16``). On standardised data
+        the best ``gamma`` of this model, as of ``SVC``, lay in that range on the
+        benchmarks of ``benches/bench_cv.py``; a wider kernel (small ``gamma``) also
+        makes the selection stop early, at little cost, when the kernel's rank runs out.
+        An array gives the values themselves (positive). The ``linear``, ``precomputed``
+        and callable kernels have no ``gamma``: leave it an int, and none is searched.
     max_k : int or None, default=None
         The largest number of bases; every ``k`` from 1 to ``max_k`` is a candidate.
-        ``None`` means ``min(200, smallest training fold)``. A value larger than the
-        smallest training fold is lowered to it, with a warning.
+        ``None`` means ``min(100, smallest training fold)``: the selection's time grows
+        linearly with ``max_k``, and each one-vs-rest class of a multiclass problem
+        makes its own. A value larger than the smallest training fold is lowered to
+        it, with a warning.
     regs : array-like of float or None, default=None
         The ``reg`` grid (non-negative); ``None`` searches none and uses
         :class:`~gkfda.GreedyKFDA`'s default ``1e-4``.
@@ -151,7 +163,7 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, MetaEstimatorMixin, BaseEs
 
     def __init__(
         self,
-        gammas=8,
+        gammas=4,
         max_k=None,
         regs=None,
         cv=5,
@@ -205,8 +217,8 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, MetaEstimatorMixin, BaseEs
         if isinstance(self.gammas, numbers.Integral):
             if not uses_gamma:
                 return [None]
-            exponents = np.arange(2 - self.gammas, 2)
-            return (_default_gamma(X) * 2.0**exponents).tolist()
+            exponents = np.linspace(*GAMMA_EXPONENTS, self.gammas) if self.gammas > 1 else [np.mean(GAMMA_EXPONENTS)]
+            return (_default_gamma(X) * 2.0 ** np.asarray(exponents)).tolist()
         if not uses_gamma:
             name = "callable" if callable(self.kernel) else repr(self.kernel)
             raise ValueError(f"gammas: the {name} kernel has no gamma; leave gammas an int")
@@ -312,11 +324,11 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, MetaEstimatorMixin, BaseEs
     def _store_results(self, split_scores, fit_times, score_times, gammas, max_k, regs):
         """``cv_results_`` and the best candidate from ``split_scores[split, candidate]``."""
         grid = [(g, k, r) for g in gammas for k in range(1, max_k + 1) for r in regs]
-        per_candidate = (max_k * len(regs),)
+        per_candidate = max_k * len(regs)
         results = {}
 
         def times(name, values):  # (split, gamma) → one value per candidate
-            repeated = np.repeat(values, per_candidate[0], axis=1)
+            repeated = np.repeat(values, per_candidate, axis=1)
             results[f"mean_{name}"] = repeated.mean(axis=0)
             results[f"std_{name}"] = repeated.std(axis=0)
 
@@ -342,7 +354,7 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, MetaEstimatorMixin, BaseEs
 
         best = np.flatnonzero(finite == finite.max())
         gamma_order = [0] if gammas == [None] else np.argsort(np.argsort(gammas, kind="stable"))
-        keys = [(grid[i][1], gamma_order[i // per_candidate[0]], -grid[i][2]) for i in best]
+        keys = [(grid[i][1], gamma_order[i // per_candidate], -grid[i][2]) for i in best]
         self.best_index_ = int(best[min(range(len(best)), key=keys.__getitem__)])
         self.best_params_ = dict(results["params"][self.best_index_])
         self.best_score_ = float(mean[self.best_index_])
@@ -429,19 +441,22 @@ def _path_scores(estimator, X, y, max_k, regs, scoring):
     models give."""
     classes = estimator.classes_
     binary = len(classes) == 2
+    if scoring == "neg_log_loss":
+        log_loss(y, np.full((len(y), len(classes)), 1.0 / len(classes)), labels=classes)  # y's checks
+        rows, y_index = np.arange(len(y)), np.searchsorted(classes, y)
     with one_blas_thread():
         kernels = estimator._kernel_to_supports(X)
         features = [model.transform(kernel) for model, kernel in zip(estimator._models, kernels)]
         scores = np.empty((max_k, len(regs)))
-        for r, with_reg in enumerate(_with_regs(estimator, regs)):
-            models = with_reg._models
+        for r, reg in enumerate(regs):
+            paths = [_discriminant_path(model.statistics, reg, max_k) for model in estimator._models]
             for k in range(1, max_k + 1):
                 raw, log_odds = [], []
-                for model, phi in zip(models, features):
-                    truncated = model.truncated(k)
-                    f = phi[:, : len(truncated.support)] @ truncated.coef + truncated.intercept
+                for path, phi in zip(paths, features):
+                    coef, intercept, slope = next(path)
+                    f = phi[:, : len(coef)] @ coef + intercept
                     raw.append(f)
-                    log_odds.append(truncated.proba_slope * f)
+                    log_odds.append(slope * f)
                 if scoring == "neg_log_loss":
                     if binary:
                         positive = expit(log_odds[0])
@@ -449,7 +464,9 @@ def _path_scores(estimator, X, y, max_k, regs, scoring):
                     else:
                         probabilities = expit(np.column_stack(log_odds))
                         probabilities /= probabilities.sum(axis=1, keepdims=True)
-                    scores[k - 1, r] = -log_loss(y, probabilities, labels=classes)
+                    # log_loss(y, probabilities, labels=classes), without its per-call checks.
+                    true = np.clip(probabilities[rows, y_index], _EPSILON, 1.0 - _EPSILON)
+                    scores[k - 1, r] = np.mean(np.log(true))
                 else:
                     if binary:
                         predictions = classes[(raw[0] > 0).astype(int)]
@@ -457,3 +474,47 @@ def _path_scores(estimator, X, y, max_k, regs, scoring):
                         predictions = classes[np.argmax(np.column_stack(log_odds), axis=1)]
                     scores[k - 1, r] = np.mean(predictions == y)
     return scores
+
+
+def _discriminant_path(statistics, reg, max_k):
+    """``(coef, intercept, proba_slope)`` of the model truncated at each ``k`` from 1 to
+    ``max_k`` (beyond the model's own bases, the full model): ``fisher_discriminant`` of
+    each prefix of the class statistics, as ``BinaryModel.truncated`` computes it.
+
+    Its solve goes to LAPACK directly: at the path's sizes scipy.linalg.solve's checks
+    cost several times the solve itself, and a path makes one solve per ``k`` and class.
+    A system that solve would not take quietly (not positive definite, or ill-conditioned
+    enough for its warning) goes to ``fisher_discriminant`` itself.
+    """
+    within = (statistics.covariance_pos + statistics.covariance_neg) / 2.0
+    centre = statistics.mean_pos + statistics.mean_neg
+    difference = statistics.mean_pos - statistics.mean_neg
+    counts = statistics.count_pos, statistics.count_neg
+    size = len(difference)
+    for j in range(1, min(max_k, size) + 1):
+        trace = float(np.trace(within[:j, :j]))
+        system = within[:j, :j] + (reg * trace / j if trace > 0.0 else 1.0) * np.eye(j)
+        factor, info = _potrf(system, lower=True)
+        if info == 0:
+            rcond, info = _pocon(factor, np.abs(system).sum(axis=0).max(), uplo="L")
+        if info != 0 or not rcond >= _EPSILON:
+            yield fisher_discriminant(statistics.prefix(j), reg)
+            continue
+        coef = _potrs(factor, difference[:j], lower=True)[0]
+        intercept = -float(coef @ centre[:j]) / 2.0
+        yield coef, intercept, _proba_slope(statistics, coef, intercept, counts)
+    last = fisher_discriminant(statistics, reg) if size else None
+    for _ in range(size, max_k):
+        yield last
+
+
+def _proba_slope(statistics, coef, intercept, counts):
+    """``fisher_discriminant``'s log-odds slope of the two 1-D Gaussians (pooled variance)."""
+    j = len(coef)
+    centres = [float(coef @ statistics.mean_pos[:j]) + intercept, float(coef @ statistics.mean_neg[:j]) + intercept]
+    variances = [float(coef @ covariance[:j, :j] @ coef) for covariance in (statistics.covariance_pos, statistics.covariance_neg)]
+    m = sum(counts)
+    pooled = (counts[0] * variances[0] + counts[1] * variances[1]) / m
+    mean_square = sum(n * (v + c**2) for n, v, c in zip(counts, variances, centres)) / m
+    pooled = max(pooled, 1e-12 * mean_square + 1e-300)
+    return float((centres[0] - centres[1]) / pooled)
