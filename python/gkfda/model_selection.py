@@ -18,7 +18,7 @@ import warnings
 import numpy as np
 from scipy.linalg import get_lapack_funcs
 from scipy.special import expit
-from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, TransformerMixin, _fit_context, clone
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, _fit_context, clone
 from sklearn.metrics import check_scoring, get_scorer_names, log_loss
 from sklearn.model_selection import StratifiedKFold, check_cv
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -44,7 +44,7 @@ _EPSILON = np.finfo(np.float64).eps
 _PATH_SCORINGS = (None, "accuracy", "neg_log_loss")
 
 
-class GreedyKFDACV(ClassifierMixin, TransformerMixin, MetaEstimatorMixin, BaseEstimator):
+class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
     """:class:`~gkfda.GreedyKFDA` with ``gamma``, ``k`` and optionally ``reg`` chosen by
     cross-validation, then refitted on all the data.
 
@@ -239,9 +239,10 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, MetaEstimatorMixin, BaseEs
             labels, counts = np.unique(y, return_counts=True)
             fewest = int(np.argmin(counts))
             if counts[fewest] < n_splits:
+                label = labels.tolist()[fewest]
                 raise ValueError(
-                    f"cv: class {labels[fewest:fewest + 1].tolist()[0]!r} has {counts[fewest]} members, fewer than the "
-                    f"{n_splits} folds; use fewer folds (cv=...) or more samples"
+                    f"cv: class {label!r} has {counts[fewest]} members, fewer than the {n_splits} "
+                    "folds; use fewer folds (cv=...) or more samples"
                 )
         splits = [(np.asarray(train), np.asarray(test)) for train, test in cv.split(X, y, groups)]
         for i, (train, _) in enumerate(splits):
@@ -511,8 +512,10 @@ def _discriminant_path(statistics, reg, max_k):
 def _proba_slope(statistics, coef, intercept, counts):
     """``fisher_discriminant``'s log-odds slope of the two 1-D Gaussians (pooled variance)."""
     j = len(coef)
-    centres = [float(coef @ statistics.mean_pos[:j]) + intercept, float(coef @ statistics.mean_neg[:j]) + intercept]
-    variances = [float(coef @ covariance[:j, :j] @ coef) for covariance in (statistics.covariance_pos, statistics.covariance_neg)]
+    means = statistics.mean_pos[:j], statistics.mean_neg[:j]
+    covariances = statistics.covariance_pos[:j, :j], statistics.covariance_neg[:j, :j]
+    centres = [float(coef @ mean) + intercept for mean in means]
+    variances = [float(coef @ covariance @ coef) for covariance in covariances]
     m = sum(counts)
     pooled = (counts[0] * variances[0] + counts[1] * variances[1]) / m
     mean_square = sum(n * (v + c**2) for n, v, c in zip(counts, variances, centres)) / m
