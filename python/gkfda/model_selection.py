@@ -54,9 +54,10 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
     :meth:`GreedyKFDA.decision_path <gkfda.GreedyKFDA.decision_path>`), and so is every
     ``reg`` of the grid, which changes the discriminant but not the selection. The
     search therefore costs ``n_splits × len(gamma grid)`` selections, whatever the
-    numbers of ``k`` and ``reg`` values. The candidates and their scores are exactly those of
+    numbers of ``k`` and ``reg`` values. The candidates and their scores are those of
     ``GridSearchCV(GreedyKFDA(), {"gamma": ..., "k": range(1, max_k + 1), "reg": ...})``
-    on the same folds, apart from how ties are broken (below).
+    on the same folds (to rounding; with ``stages > 1``, only while no pick inside a
+    stage is skipped as degenerate), apart from how ties are broken (below).
 
     Parameters
     ----------
