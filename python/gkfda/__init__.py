@@ -13,9 +13,11 @@ import warnings as _warnings
 from . import _core, reference
 from ._core import CRITERIA, DEFLATIONS, KERNELS
 from .estimator import GreedyKFDA, fit
+from .model_selection import GreedyKFDACV
 
 __all__ = [
     "GreedyKFDA",
+    "GreedyKFDACV",
     "fit",
     "reference",
     "CRITERIA",
