@@ -30,21 +30,21 @@ def selection_problem(seed, m=120, d=4, kernel="rbf", balance=0.5, class_sorted=
     return _core.kernel_matrix(X, **SELECTION_KERNELS[kernel]), y
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def problem():
     """``problem(seed, m=120, d=4, kernel="rbf", balance=0.5, class_sorted=False)`` gives
     ``(K, y)``: a selection problem for the engine and the reference."""
     return selection_problem
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def problem_data():
     """``problem_data(seed, m=120, d=4, balance=0.5, class_sorted=False)`` gives the points
     and labels behind ``problem``."""
     return selection_data
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def problem_kernels():
     """The kernels of ``problem`` by name, as ``_core.kernel_matrix`` takes them."""
     return SELECTION_KERNELS
