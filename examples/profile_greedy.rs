@@ -6,7 +6,7 @@
 //! pages, as NumPy advises the arrays the package builds its kernels in (Linux only). Under
 //! `valgrind --tool=callgrind` the instruction counts per function are repeatable, unlike
 //! timings on a shared machine. `GKFDA_SIMD=avx2` (or `none`) runs the engine of a CPU
-//! without AVX-512 (or without AVX2 and FMA) on this one ([`gkfda::cpu`]).
+//! without AVX-512 (or without AVX2 and FMA) on this one ([`gkfda::simd`]).
 
 use gkfda::{greedy, kernel, GreedyParams, Kernel};
 use ndarray::Array2;

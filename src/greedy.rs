@@ -33,6 +33,10 @@ use crate::error::{try_zeroed, Error, Result};
 use crate::passes;
 use crate::real::Real;
 use crate::shared::SharedPasses;
+use crate::tuning::{
+    COMBINE_CHUNK, MIN_CLASS_RUN, PARALLEL_WORK, SHARED_FROM_BYTES, SHARED_SELECTIONS,
+    SPECULATED_CANDIDATES,
+};
 use ndarray::ArrayView2;
 use rayon::prelude::*;
 use std::str::FromStr;
@@ -40,23 +44,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Per direction of a stage: `K_0 x`, `K_0 D x` and its stage-start products.
 type StageProducts<F> = (Vec<Vec<F>>, Vec<Vec<F>>, Vec<Vec<F>>);
-
-/// Below this many multiply-adds the correction terms run on one thread.
-const PARALLEL_WORK: usize = 1 << 16;
-/// Average run of equal labels from which a pass splits its columns by class.
-const MIN_CLASS_RUN: usize = 64;
-/// Rows per chunk of a combination: the output chunk stays in L1 while the vectors stream.
-const COMBINE_CHUNK: usize = 1024;
-/// Most selections that share their passes ([`select_many`]): each hands one or two
-/// right-hand sides to a pass, and a pass streams each row of `K` from memory once for
-/// all of them (blocks of 12 right-hand sides in `f64`, 24 in `f32`, the later ones from
-/// cache); more threads would add little but hand-overs.
-const SHARED_SELECTIONS: usize = 12;
-/// Smallest kernel (bytes) whose selections share their passes: below, `K` stays in the
-/// caches, a pass takes ~0.1 ms and the hand-over between threads costs more than the reads
-/// it saves (three problems side by side at m = 1,000 in `f64`, 7.6 MiB: 0.87× the speed of
-/// one after the other; 1.09× at m = 1,500; at m = 150, 0.6×).
-const SHARED_FROM_BYTES: usize = 12 << 20;
 
 /// How the next basis is scored (`c_i` is column `i` of the deflated kernel).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -308,7 +295,7 @@ fn stacked<'v, F>(xs: &[&'v [F]], weighted: &'v [Vec<F>]) -> Vec<&'v [F]> {
 
 /// Lane-parallel dot product (an iterator `sum` would be sequential and scalar).
 fn dot<F: Real>(a: &[F], b: &[F]) -> F {
-    passes::dots(a, [b])[0]
+    crate::simd::dots(a, [b])[0]
 }
 
 fn axpy<F: Real>(y: &mut [F], factor: F, x: &[F]) {
@@ -357,14 +344,6 @@ enum FirstPick<F> {
     Column(Vec<F>),
     Product { x: Vec<F>, v: Vec<F> },
 }
-
-/// Candidates of the next schur pick multiplied with the last pick's `h`: the best by the
-/// scores before `h` completes `d`, which was the next pick in 83 % of picks (95 % for the
-/// best 3) on 20-feature data, 70 % (76 %) on `make_moons` (the NumPy reference, m = 1,500,
-/// k = 120). One, in a two-vector pass, beat three in a four-vector one: 1.03–1.05× on
-/// AVX-512 and 1.30–1.39× at the AVX2 level, where a four-vector pass costs about two
-/// one-vector passes (`profile_greedy 4000 200 schur 1`, 237 against 211 passes).
-const SPECULATED_CANDIDATES: usize = 1;
 
 /// The selection state over a read-only kernel.
 struct Engine<'a, F: Real> {
@@ -1153,7 +1132,7 @@ impl<'a, F: Real> Engine<'a, F> {
         // u_q'x = λ_q (x_q'x), u_q'Dx = λ_q (x_q'Dx)
         let with_earlier: Vec<[F; 2]> = earlier
             .iter()
-            .map(|q| passes::dots(&q.direction.x, [&x.x[..], &dx]))
+            .map(|q| crate::simd::dots(&q.direction.x, [&x.x[..], &dx]))
             .collect();
         let earlier_x: Vec<F> = earlier
             .iter()

@@ -18,15 +18,15 @@
 //! assert_eq!(selection.indices.len(), 3);
 //! ```
 
-pub mod cpu;
 pub mod error;
-mod exp;
 pub mod greedy;
 pub mod kernel;
 pub mod passes;
 mod pool;
 mod real;
 mod shared;
+pub mod simd;
+mod tuning;
 
 #[cfg(feature = "python")]
 mod python;

@@ -3,11 +3,11 @@
 //! errors to Python exceptions. Input validation of user data (shapes, dtypes,
 //! finiteness) happens once, in the Python layer; parameters are checked by the core.
 
-use crate::cpu;
 use crate::error::Error;
 use crate::greedy::{self, GreedyParams};
 use crate::kernel::{self, Kernel};
 use crate::real::Real;
+use crate::simd as cpu;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::{PyKeyboardInterrupt, PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;

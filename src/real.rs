@@ -14,7 +14,7 @@ pub trait Real:
     + Sync
     + std::ops::AddAssign
     + std::ops::SubAssign
-    + crate::passes::Dots
+    + crate::simd::Dots
     + bytemuck::Zeroable
     + 'static
 {
@@ -37,7 +37,7 @@ impl Real for f32 {
         self as f64
     }
     fn exp_in_place(values: &mut [Self]) {
-        crate::exp::exp_in_place_f32(values)
+        crate::simd::exp::exp_in_place_f32(values)
     }
 }
 
@@ -50,6 +50,6 @@ impl Real for f64 {
         self
     }
     fn exp_in_place(values: &mut [Self]) {
-        crate::exp::exp_in_place_f64(values)
+        crate::simd::exp::exp_in_place_f64(values)
     }
 }
