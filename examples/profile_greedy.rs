@@ -8,7 +8,7 @@
 //! timings on a shared machine. `GKFDA_SIMD=avx2` (or `none`) runs the engine of a CPU
 //! without AVX-512 (or without AVX2 and FMA) on this one ([`gkfda::simd`]).
 
-use gkfda::{greedy, kernel, GreedyParams, Kernel};
+use gkfda::{kernel, selection, GreedyParams, Kernel};
 use ndarray::Array2;
 
 fn main() {
@@ -68,8 +68,8 @@ fn main() {
         let start = std::time::Instant::now();
         selection = Some(
             match &gram32 {
-                Some(gram32) => greedy::select(gram32.view(), &labels, &params),
-                None => greedy::select(gram.view(), &labels, &params),
+                Some(gram32) => selection::select(gram32.view(), &labels, &params),
+                None => selection::select(gram.view(), &labels, &params),
             }
             .expect("selection"),
         );

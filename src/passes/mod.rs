@@ -90,7 +90,7 @@ pub fn multiply<F: Real>(
 /// each product one running sum over its row in ascending column order whatever the
 /// number of right-hand sides, threads or tiles: the packed tiles of wide passes, for any
 /// width. Selections that share their passes over one kernel
-/// ([`crate::greedy::select_many`]) so get the same products whichever others share them.
+/// ([`crate::selection::select_many`]) so get the same products whichever others share them.
 pub fn multiply_in_order<F: Real>(
     pool: &rayon::ThreadPool,
     kernel: &[F],
