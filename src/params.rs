@@ -84,53 +84,46 @@ impl Criterion {
 }
 
 impl Deflation {
-    /// Every deflation with its name.
-    pub const ALL: [(Deflation, &'static str); 7] = [
-        (Deflation::None, "none"),
-        (Deflation::Hotelling, "hotelling"),
-        (Deflation::Projection, "projection"),
-        (Deflation::Schur, "schur"),
-        (Deflation::OrthoHotelling, "ortho-hotelling"),
-        (Deflation::OrthoProjection, "ortho-projection"),
-        (Deflation::OrthoSchur, "ortho-schur"),
-    ];
+    /// Every deflation with its name (from [`Deflation::FORMS`]).
+    pub const ALL: [(Deflation, &'static str); 7] = {
+        let mut all = [(Deflation::None, ""); 7];
+        let mut i = 0;
+        while i < all.len() {
+            all[i] = (Deflation::FORMS[i].0, Deflation::FORMS[i].1);
+            i += 1;
+        }
+        all
+    };
 
-    /// Each deflation as its family and its directions: a new deflation is a row here
-    /// (and in [`Deflation::ALL`]), its family's path does the rest.
-    const FORMS: [(Deflation, Family, Directions); 7] = [
-        (Deflation::None, Family::None, Directions::Normalised),
-        (
-            Deflation::Hotelling,
-            Family::Hotelling,
-            Directions::Normalised,
-        ),
-        (
-            Deflation::Projection,
-            Family::Projection,
-            Directions::Normalised,
-        ),
-        (Deflation::Schur, Family::Schur, Directions::Normalised),
-        (
-            Deflation::OrthoHotelling,
-            Family::Hotelling,
-            Directions::Orthogonalised,
-        ),
-        (
-            Deflation::OrthoProjection,
-            Family::Projection,
-            Directions::Orthogonalised,
-        ),
-        (
-            Deflation::OrthoSchur,
-            Family::Schur,
-            Directions::Orthogonalised,
-        ),
-    ];
+    /// Each deflation, listed once: its name, its family and its directions. A new
+    /// deflation of an existing family is a row here; its family's path does the rest.
+    const FORMS: [(Deflation, &'static str, Family, Directions); 7] = {
+        use Directions::{Normalised as N, Orthogonalised as O};
+        [
+            (Deflation::None, "none", Family::None, N),
+            (Deflation::Hotelling, "hotelling", Family::Hotelling, N),
+            (Deflation::Projection, "projection", Family::Projection, N),
+            (Deflation::Schur, "schur", Family::Schur, N),
+            (
+                Deflation::OrthoHotelling,
+                "ortho-hotelling",
+                Family::Hotelling,
+                O,
+            ),
+            (
+                Deflation::OrthoProjection,
+                "ortho-projection",
+                Family::Projection,
+                O,
+            ),
+            (Deflation::OrthoSchur, "ortho-schur", Family::Schur, O),
+        ]
+    };
 
     fn form(self) -> (Family, Directions) {
-        let (_, family, directions) = Deflation::FORMS
+        let (_, _, family, directions) = Deflation::FORMS
             .into_iter()
-            .find(|(deflation, _, _)| *deflation == self)
+            .find(|(deflation, ..)| *deflation == self)
             .expect("every deflation has a form");
         (family, directions)
     }
@@ -158,6 +151,24 @@ fn parse_name<T: Copy>(all: &[(T, &'static str)], name: &str, argument: &'static
                 ),
             )
         })
+}
+
+fn name_of<T: Copy + PartialEq>(all: &[(T, &'static str)], value: T) -> &'static str {
+    all.iter()
+        .find(|(v, _)| *v == value)
+        .map_or("", |(_, name)| name)
+}
+
+impl std::fmt::Display for Criterion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(name_of(&Criterion::ALL, *self))
+    }
+}
+
+impl std::fmt::Display for Deflation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(name_of(&Deflation::ALL, *self))
+    }
 }
 
 impl FromStr for Criterion {

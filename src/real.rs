@@ -19,7 +19,8 @@ pub trait Real:
     + 'static
 {
     /// Relative threshold below which a column counts as numerically explained
-    /// (the guards of DESIGN §2); the NumPy reference uses the same values.
+    /// (the guards of docs/architecture.md, "Per-column statistics"); the NumPy reference
+    /// uses the same values.
     const DEFAULT_TOL: f64;
 
     fn from_f64(value: f64) -> Self;

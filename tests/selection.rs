@@ -310,3 +310,17 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn names_parse_and_display_as_listed() {
+    for (criterion, name) in Criterion::ALL {
+        assert_eq!(criterion.to_string(), name);
+        assert_eq!(name.parse::<Criterion>().unwrap(), criterion);
+    }
+    for (deflation, name) in Deflation::ALL {
+        assert_eq!(deflation.to_string(), name);
+        assert_eq!(name.parse::<Deflation>().unwrap(), deflation);
+    }
+    assert_eq!(Deflation::ALL[6], (Deflation::OrthoSchur, "ortho-schur"));
+    assert!("schurr".parse::<Deflation>().is_err());
+}

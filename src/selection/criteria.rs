@@ -47,7 +47,7 @@ impl<'a, F: Real> Engine<'a, F> {
         scored.into_iter().map(|(_, i)| i).collect()
     }
 
-    /// [`Engine::ranked_candidates`] without `d`: every unblocked candidate ranked by its
+    /// [`Engine::ranked_candidates`](super::engine::Engine::ranked_candidates) without `d`: every unblocked candidate ranked by its
     /// score, then taken in that order while its own column `c` of `K_t` is not numerically
     /// explained (`c'Dc`, the `d` it would have, above its threshold), until `take` are
     /// found; the same candidates as with `d` kept. Returns them, best first, and the first

@@ -57,30 +57,55 @@ pub(super) fn axpy_all<F: Real>(y: &mut [F], factors: &[F], xs: &[&[F]]) {
 
 /// The selection state over a read-only kernel.
 pub(super) struct Engine<'a, F: Real> {
+    /// `K_0`, row-major `m×m`, symmetric; never written.
     pub(super) kernel: &'a [F],
     pub(super) m: usize,
+    /// The labels (`true` = class +1).
     pub(super) positive: &'a [bool],
+    /// The diagonal of `D`: `2·m₋/m` on the positive class, `2·m₊/m` on the negative.
     pub(super) weight: Vec<F>,
+    /// `2·m₋/(m·m₊)` and `2·m₊/(m·m₋)`: the Fisher denominator of column `i` is
+    /// `c_i'Bc_i = d_i − α p_i² − β n_i²`.
     pub(super) alpha: F,
     pub(super) beta: F,
-    /// Statistics of the current deflated kernel, per column.
+    /// `p_i = Σ_{j∈+} (K_t)_ji` and `n_i = Σ_{j∈−} (K_t)_ji` of the current `K_t`, in every
+    /// family: schur updates them as it records each term; hotelling and projection at the
+    /// end of each stage (inside a stage they are the stage-start values, which rank the
+    /// whole stage). After the last pick they may lag behind the last terms.
     pub(super) p: Vec<F>,
     pub(super) n: Vec<F>,
+    /// `d_i = Σ_j D_j (K_t)_ji²` of the current `K_t` when `tracks_d`. Hotelling and
+    /// projection: updated with `p` and `n` at the end of each stage. Schur: the last
+    /// recorded term's update waits for its `h = K_t'Du` (taken with the next pick's pass,
+    /// or at the end of the stage), so `d` is one term behind only between a term and the
+    /// next pass, and complete whenever candidates are ranked. Empty of meaning when not
+    /// `tracks_d`.
     pub(super) d: Vec<F>,
+    /// `tol · d_i` of `K_0`: a column whose `d` (or `c'Dc`) falls to it is numerically
+    /// explained. Fixed.
     pub(super) threshold: Vec<F>,
-    /// Rank-one terms: `K_t = K_0 − Σ_r u_r vs[r]'`, with `u_r = us[r]`, except in the
-    /// hotelling family, whose `u_r = λ_r vs[r]` is not stored (`us` stays empty).
+    /// Rank-one terms, `K_t = K_0 − Σ_r u_r v_r'`, one per recorded pick `r` of direction
+    /// `x_r`, by family:
+    /// - hotelling: `vs[r] = x_r`, `u_r = λ_r x_r` is not stored (`us` is empty);
+    /// - projection: `us[r] = x_r`, `vs[r] = K_{t_r}'x_r`;
+    /// - schur: `vs[r] = K_{t_r} x_r` (`= K_{t_r}'x_r`: schur keeps `K_t` symmetric),
+    ///   `us[r] = vs[r]/λ_r` with `λ_r = x_r'K_{t_r} x_r > 0`;
+    /// - none: both empty.
+    ///
+    /// `K_{t_r}` is the kernel deflated by the terms before `r`.
     pub(super) us: Vec<Vec<F>>,
     pub(super) vs: Vec<Vec<F>>,
-    /// `λ_r` of the hotelling and projection families (1 for projection).
+    /// `λ_r = x_r'K_{t_r} x_r` in the hotelling family, 1 in the projection family (one per
+    /// term); empty for schur, whose `λ_r` is folded into `us`.
     pub(super) lambdas: Vec<F>,
-    /// Whether `d` is kept: the criteria that rank without it (`pseudo`, `random`) in the
-    /// schur family check each candidate's own column instead
-    /// ([`Engine::admissible_candidates`]), and their picks then need one pass over `K_0`,
-    /// not two (`h = K_t'Du` serves only `d`).
+    /// Whether `d` is kept: always, except in the schur family with the criteria that rank
+    /// without it (`pseudo`, `random`), which check each candidate's own column instead
+    /// ([`Engine::admissible_candidates`]) and so take one pass over `K_0` a pick, not two
+    /// (`h = K_t'Du` serves only `d`).
     pub(super) tracks_d: bool,
-    /// Earlier `ortho-schur` directions `q`. Those of `ortho-hotelling` are its `v`, those
-    /// of `ortho-projection` its `u` ([`Engine::ortho_basis`]): not stored twice.
+    /// The earlier unit directions `q_r` of `ortho-schur`, orthonormal. Empty otherwise:
+    /// those of `ortho-hotelling` are its `vs`, those of `ortho-projection` its `us`
+    /// ([`Engine::ortho_basis`]), not stored twice.
     pub(super) ortho: Vec<Vec<F>>,
     /// The columns of each class (positive first) when the classes form few runs, as in
     /// the kernels `GreedyKFDA.fit` builds: passes then split by class.
@@ -90,11 +115,12 @@ pub(super) struct Engine<'a, F: Real> {
     pub(super) pool: std::sync::Arc<rayon::ThreadPool>,
     /// The passes' buffers, kept from one pass to the next.
     pub(super) workspace: passes::Workspace<F>,
+    /// Full reads of `K_0` so far (the statistics' set-up pass included).
     pub(super) passes: usize,
     /// Bases wanted: once chosen, the terms and statistics that only a next stage would
     /// read are not computed.
     pub(super) target: usize,
-    /// For a selection run beside others ([`select_many`]): the passes it shares, and its
+    /// For a selection run beside others ([`super::select_many`]): the passes it shares, and its
     /// place among them.
     pub(super) shared: Option<(&'a SharedPasses<'a, F>, usize)>,
 }
@@ -322,7 +348,7 @@ impl<'a, F: Real> Engine<'a, F> {
         x.iter().zip(&self.weight).map(|(x, w)| *x * *w).collect()
     }
 
-    /// `x'Dx`, the `d` of [`passes::Dots::row_statistics`] (`D x` formed in registers,
+    /// `x'Dx`, the `d` of [`crate::simd::Dots::row_statistics`] (`D x` formed in registers,
     /// the sum of `dot(D x, x)` bit for bit): no buffer for `D x`, whose allocation, freed
     /// at the top of the heap and trimmed there, would fault its pages in at every call.
     pub(super) fn weighted_norm2(&self, x: &[F]) -> F {

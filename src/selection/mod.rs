@@ -1,9 +1,9 @@
 //! The greedy basis selection of Diethe (2015), Algorithm 1, in O(m²) per pick.
 //!
 //! The deflated kernel is never written: `K_t = K_0 − Σ_r u_r v_r'` is held as its
-//! rank-one terms, and the four per-column statistics of DESIGN §2 (`a = K_t'y` as
-//! `p − n`, `p = K_t'1₊`, `n = K_t'1₋`, `d_i = Σ_j D_j (K_t)_ji²`) are updated in O(m)
-//! per pick from products with `K_0`:
+//! rank-one terms, and the four per-column statistics (`a = K_t'y` as `p − n`,
+//! `p = K_t'1₊`, `n = K_t'1₋`, `d_i = Σ_j D_j (K_t)_ji²`; docs/architecture.md, "Per-column
+//! statistics") are updated in O(m) per pick from products with `K_0`:
 //!
 //! | deflation   | `u`              | `v`      | reads of `K_0` per pick |
 //! |-------------|------------------|----------|-------------------------|
