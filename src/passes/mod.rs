@@ -4,13 +4,13 @@
 //! dot product summed in one fixed order whatever the number of threads (rows are split
 //! between threads, never the reduction), so the selection does not depend on
 //! `n_threads`; and all right-hand sides of a pick or a stage share one streaming read
-//! of `K`, which is the cost floor of the greedy loop (see docs/architecture.md, "Choosing a pass"). A BLAS `dsymv`, which
-//! also reads one triangle, would neither fix the order of the sums nor split by class.
-//! Passes with up to 4 right-hand sides read only the upper triangle of the symmetric
-//! `K` (`symmetric_products`), and so do those with 5 and 6 on a CPU with AVX-512 (where
-//! 2 to 6 take the wide tiles, lanes along the columns); wider
+//! of `K`, which is the cost floor of the greedy loop (docs/architecture.md, "Choosing a
+//! pass"). A BLAS `dsymv`, which also reads one triangle, would neither fix the order of
+//! the sums nor split by class. Passes with up to 4 right-hand sides read only the upper
+//! triangle of the symmetric `K` (`symmetric_products`), and so do those with 5 and 6 on a
+//! CPU with AVX-512 (where 2 to 6 take the wide tiles, lanes along the columns); wider
 //! ones, bound by arithmetic, read whole rows, each row once for up to 12 (`f64`) or 24
-//! (`f32`) right-hand sides (`products_packed`).
+//! (`f32`) right-hand sides (`products_packed`). Every tuning constant is in `tuning`.
 //!
 //! The plan of a pass: `reads_triangle` says whether it reads the upper triangle
 //! (`symmetric`, narrow and wide symmetric tiles) or full rows (`full_rows`: lane-wise

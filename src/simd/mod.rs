@@ -1,13 +1,19 @@
-//! The engine's SIMD kernels, and which instruction sets it runs them on: the best the CPU offers, unless the environment
-//! variable `GKFDA_SIMD` caps it.
+//! The engine's SIMD kernels, and which instruction sets it runs them on: the best the CPU
+//! offers, unless the environment variable `GKFDA_SIMD` caps it.
+//!
+//! The kernels are one catalogue, the [`Dots`] trait, implemented for `f32` and `f64`: each
+//! method dispatches to its AVX-512 (`avx512`), AVX2 and FMA (`avx2`) or portable
+//! (`portable`) body; the bodies that their documentation says match give the same sums
+//! bit for bit (`tests`). The module knows nothing of the passes or of `Real`; `exp` holds
+//! the vector `exp` of the RBF kernel.
 //!
 //! The code paths differ in the last bits of their sums (a pass with 2 to 6 right-hand
 //! sides takes AVX-512's wide symmetric tiles there, and otherwise the narrow symmetric
-//! tiles for 2 to 4 and full rows for 5 and 6; machines
-//! without AVX2 and FMA run portable code and `f64::exp`). The cap lets one machine run the
-//! paths of another: CI on an AVX-512 machine tests the AVX2 and portable paths end to end,
-//! and a user reproduces, bit for bit, the selection values of a machine without AVX-512.
-//! The cap only ever lowers the level, so no instruction runs that the CPU lacks.
+//! tiles for 2 to 4 and full rows for 5 and 6; machines without AVX2 and FMA run portable
+//! code and `f64::exp`). The cap lets one machine run the paths of another: CI on an
+//! AVX-512 machine tests the AVX2 and portable paths end to end, and a user reproduces, bit
+//! for bit, the selection values of a machine without AVX-512. The cap only ever lowers
+//! the level, so no instruction runs that the CPU lacks.
 //!
 //! ```
 //! use gkfda::simd::{simd_level, SimdLevel};
@@ -16,13 +22,6 @@
 //! assert_eq!(SimdLevel::from_name("sse"), None);
 //! assert!(simd_level() <= SimdLevel::detected());
 //! ```
-
-//!
-//! The kernels are one catalogue, the [`Dots`] trait, implemented for `f32` and `f64`:
-//! each method dispatches to its AVX-512 (`avx512`), AVX2 and FMA (`avx2`) or portable
-//! (`portable`) body, which give the same sums bit for bit where the brief of each says so.
-//! The module knows nothing of the passes or of `Real`; `exp` holds the vector `exp` of
-//! the RBF kernel.
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
