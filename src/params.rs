@@ -84,7 +84,7 @@ impl Criterion {
 }
 
 impl Deflation {
-    /// Every deflation with its name (from [`Deflation::FORMS`]).
+    /// Every deflation with its name (from one table of each deflation's name, family and directions).
     pub const ALL: [(Deflation, &'static str); 7] = {
         let mut all = [(Deflation::None, ""); 7];
         let mut i = 0;
@@ -185,7 +185,7 @@ impl FromStr for Deflation {
     }
 }
 
-/// Parameters of a selection, checked by [`select`] before any work.
+/// Parameters of a selection, checked by [`crate::selection::select`] before any work.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GreedyParams {
     /// Number of bases to choose (fewer on an early stop).

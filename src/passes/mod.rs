@@ -222,7 +222,7 @@ fn products_and_extra_rows<'a, F: Real>(
 /// those rows alone (`picks.len() + rows.len()` rows read, not `m`): `(out[g][j][s],
 /// row_out[g][j][t])` for `K[picks[s], :]`. For three or more right-hand sides, each
 /// output is the one a pass reading full rows gives ([`multiply_groups_full_rows`], and
-/// that call where it reads full rows: see [`reads_triangle`]), bit for bit: a row's sums
+/// that call where it reads full rows: see `reads_triangle`), bit for bit: a row's sums
 /// do not depend on the rows it shares a tile with.
 #[allow(clippy::too_many_arguments)]
 pub fn multiply_groups_at_rows<F: Real>(

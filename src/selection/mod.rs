@@ -23,10 +23,10 @@
 //! instead, one read a pick. The other criteria's `h` pass also multiplies the likeliest
 //! next pick (`Engine::finish_with_candidates`), whose direction needs no `h`.
 //! A read with up to four right-hand sides touches only the upper triangle of the
-//! symmetric `K_0` ([`passes::multiply_groups`]). With the classes contiguous (as
+//! symmetric `K_0` ([`crate::passes::multiply_groups`]). With the classes contiguous (as
 //! `GreedyKFDA.fit` orders them) each pass splits by class, and a wide pass also reads
 //! the earlier terms as extra rows, for the stage's products with them
-//! ([`passes::multiply_groups_with_rows`]). Several problems over one kernel (one-vs-rest)
+//! ([`crate::passes::multiply_groups_with_rows`]). Several problems over one kernel (one-vs-rest)
 //! can share their narrow passes: [`select_many`].
 
 mod criteria;
@@ -127,7 +127,7 @@ fn select_alone<F: Real>(
 /// kernel of 12 MiB or more run side by side in groups of up to 12 that share each pass
 /// over `K`: `C` picks for one read of `K` where one after the other they would read it
 /// `C` times. Their passes read all of `K` in a fixed order
-/// ([`passes::multiply_in_order`]), where [`select`]'s narrow passes read its upper
+/// ([`crate::passes::multiply_in_order`]), where [`select`]'s narrow passes read its upper
 /// triangle (split by class), so their sums, and on close calls their picks, can differ
 /// from [`select`]'s in the last bits. A group's terms take at most as much memory as the
 /// kernel. The others run one after the other, as [`select`]. All problems need the same

@@ -79,7 +79,7 @@ pub trait Dots: Sized {
         range: std::ops::Range<usize>,
         acc: &mut [Self::Lanes],
     );
-    /// A tile of a combination of many outputs ([`combine_chunk`]): `outs[o][at + i] −=
+    /// A tile of a combination of many outputs (the passes' `combine_chunk`): `outs[o][at + i] −=
     /// Σ_r coefficients[o][r] · vectors[r][at + i]` for `i < V·WIDTH` and `o < O`, one fused
     /// multiply-add per term in the order of `r` (the sums of [`Dots::subtract_terms`], bit
     /// for bit). The outputs' lanes stay in registers while each term's piece, loaded once,
