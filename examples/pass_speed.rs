@@ -2,7 +2,7 @@
 //! right-hand sides: `cargo run --release --example pass_speed -- 4000 2` (m, threads).
 //! Passes with one or two right-hand sides read only the upper triangle of the symmetric
 //! kernel; the throughput printed counts the bytes of the whole kernel. The first line names
-//! the instruction set the passes use (`GKFDA_SIMD=avx2` or `none` caps it, [`gkfda::cpu`]);
+//! the instruction set the passes use (`GKFDA_SIMD=avx2` or `none` caps it, [`gkfda::simd`]);
 //! the second is the yardstick: a plain read of the kernel on the same threads (a sum, no
 //! products).
 //! The last lines time wide passes split by class, in `f64` and `f32`, against the same
@@ -45,7 +45,7 @@ fn main() {
         .expect("thread pool");
     println!(
         "engine instruction set: {}",
-        gkfda::cpu::simd_level().name()
+        gkfda::simd::simd_level().name()
     );
     let gigabytes = (m * m * 8) as f64 / 1e9;
     let read_ms = median_ms(|| {

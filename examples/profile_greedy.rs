@@ -1,17 +1,25 @@
 //! A fixed greedy run for profilers: `cargo run --release --example profile_greedy -- 2000 100 schur 1`
-//! (m, k, deflation, stages[, threads[, sorted[, repeats[, huge]]]]): `sorted` puts the positive
-//! class first; `repeats` runs of the selection (the time printed is the median) make a profile
+//! (m, k, deflation, stages[, threads[, sorted[, repeats[, huge]]]]), plus anywhere
+//! `criterion=NAME` (default `optimal`) and `f32` (select in `float32`, from the `f64` kernel
+//! rounded): `sorted` puts the positive class first; `repeats` runs of the selection (the time printed is the median) make a profile
 //! of the whole program mostly the selection; `huge` puts the kernel on pages advised as huge
 //! pages, as NumPy advises the arrays the package builds its kernels in (Linux only). Under
 //! `valgrind --tool=callgrind` the instruction counts per function are repeatable, unlike
 //! timings on a shared machine. `GKFDA_SIMD=avx2` (or `none`) runs the engine of a CPU
-//! without AVX-512 (or without AVX2 and FMA) on this one ([`gkfda::cpu`]).
+//! without AVX-512 (or without AVX2 and FMA) on this one ([`gkfda::simd`]).
 
-use gkfda::{greedy, kernel, GreedyParams, Kernel};
+use gkfda::{kernel, selection, GreedyParams, Kernel};
 use ndarray::Array2;
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
+    // `criterion=NAME` and `f32` may stand anywhere; the rest is positional.
+    let (options, args): (Vec<String>, Vec<String>) =
+        std::env::args().partition(|a| a.starts_with("criterion=") || a == "f32");
+    let criterion = options
+        .iter()
+        .find_map(|a| a.strip_prefix("criterion="))
+        .unwrap_or("optimal");
+    let single = options.iter().any(|a| a == "f32");
     let m: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(2000);
     let k: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(100);
     let deflation = args.get(3).map(String::as_str).unwrap_or("schur");
@@ -46,17 +54,25 @@ fn main() {
     let gram = storage.view(m);
     let params = GreedyParams {
         k,
+        criterion: criterion.parse().expect("criterion name"),
         deflation: deflation.parse().expect("deflation name"),
         stages,
         n_threads,
         ..GreedyParams::default()
     };
     let repeats: usize = args.get(7).and_then(|a| a.parse().ok()).unwrap_or(1);
+    let gram32 = single.then(|| gram.mapv(|v| v as f32));
     let mut seconds = Vec::new();
     let mut selection = None;
     for _ in 0..repeats.max(1) {
         let start = std::time::Instant::now();
-        selection = Some(greedy::select(gram.view(), &labels, &params).expect("selection"));
+        selection = Some(
+            match &gram32 {
+                Some(gram32) => selection::select(gram32.view(), &labels, &params),
+                None => selection::select(gram.view(), &labels, &params),
+            }
+            .expect("selection"),
+        );
         seconds.push(start.elapsed().as_secs_f64());
     }
     seconds.sort_by(f64::total_cmp);

@@ -30,7 +30,7 @@ impl Error {
         }
     }
 
-    /// This error as one of problem `c` of several ([`crate::greedy::select_many`]): an
+    /// This error as one of problem `c` of several ([`crate::selection::select_many`]): an
     /// argument of that problem alone (`y`, `random_order`) says which problem it is.
     pub(crate) fn in_problem(self, c: usize) -> Self {
         match self {

@@ -1,12 +1,12 @@
 //! gkfda — sparse greedy Kernel Fisher Discriminant Analysis (matching-pursuit KFDA).
 //!
 //! The Rust core: kernel matrices ([`kernel`]) and the greedy basis selection of
-//! Diethe (2015), Algorithm 1 ([`greedy`]), with every selection criterion, deflation
+//! Diethe (2015), Algorithm 1 ([`selection`]), with every selection criterion, deflation
 //! and stage count, in O(m²) per pick over a read-only kernel. It knows nothing of
 //! Python; the optional `python` feature adds the one binding module.
 //!
 //! ```
-//! use gkfda::{greedy, kernel, Criterion, Deflation, GreedyParams, Kernel};
+//! use gkfda::{kernel, selection, Criterion, Deflation, GreedyParams, Kernel};
 //! use ndarray::array;
 //!
 //! let x = array![[0.0, 0.1], [0.2, 0.0], [1.0, 1.1], [1.2, 0.9], [0.1, 0.2], [1.1, 1.0]];
@@ -14,24 +14,29 @@
 //! let k = kernel::gram(x.view(), &Kernel::Rbf { gamma: 1.0 }, 1).unwrap();
 //! let params = GreedyParams { k: 3, criterion: Criterion::Optimal,
 //!                             deflation: Deflation::Schur, ..GreedyParams::default() };
-//! let selection = greedy::select(k.view(), &labels, &params).unwrap();
+//! let selection = selection::select(k.view(), &labels, &params).unwrap();
 //! assert_eq!(selection.indices.len(), 3);
 //! ```
 
-pub mod cpu;
+// Lets the test helpers shared with `tests/` name the crate `gkfda` in its unit tests too.
+#[cfg(test)]
+extern crate self as gkfda;
+
 pub mod error;
-mod exp;
-pub mod greedy;
 pub mod kernel;
+mod params;
 pub mod passes;
 mod pool;
 mod real;
-mod shared;
+pub mod selection;
+pub mod simd;
+mod tuning;
 
 #[cfg(feature = "python")]
 mod python;
 
 pub use error::{Error, Result};
-pub use greedy::{Criterion, Deflation, GreedyParams, Selection};
 pub use kernel::Kernel;
+pub use params::{Criterion, Deflation, GreedyParams};
 pub use real::Real;
+pub use selection::Selection;

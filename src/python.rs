@@ -3,11 +3,12 @@
 //! errors to Python exceptions. Input validation of user data (shapes, dtypes,
 //! finiteness) happens once, in the Python layer; parameters are checked by the core.
 
-use crate::cpu;
 use crate::error::Error;
-use crate::greedy::{self, GreedyParams};
 use crate::kernel::{self, Kernel};
 use crate::real::Real;
+use crate::selection;
+use crate::simd as cpu;
+use crate::GreedyParams;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::{PyKeyboardInterrupt, PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -237,7 +238,7 @@ fn kernel_expansion<'py>(
 /// A selection's indices, whether it stopped early, and its passes over the kernel.
 type SelectionTuple<'py> = (Bound<'py, PyArray1<i64>>, bool, usize);
 
-fn selection_tuple(py: Python<'_>, selection: greedy::Selection) -> SelectionTuple<'_> {
+fn selection_tuple(py: Python<'_>, selection: selection::Selection) -> SelectionTuple<'_> {
     let indices: Vec<i64> = selection.indices.iter().map(|&i| i as i64).collect();
     (
         indices.into_pyarray(py),
@@ -256,10 +257,10 @@ fn select_typed<'py, F: Real + numpy::Element>(
     // Always watched: a selection's length depends on more than the kernel's size (k,
     // stages, deflation), and a thread spawn is little beside even a small one.
     let selections = interruptible(py, |stop| match problems {
-        [(positive, params)] if !many => Ok(vec![greedy::select_with_stop(
+        [(positive, params)] if !many => Ok(vec![selection::select_with_stop(
             view, positive, params, stop,
         )?]),
-        _ => greedy::select_many_with_stop(view, problems, stop).map_err(named_for_many),
+        _ => selection::select_many_with_stop(view, problems, stop).map_err(named_for_many),
     })?;
     Ok(selections
         .into_iter()
@@ -268,7 +269,7 @@ fn select_typed<'py, F: Real + numpy::Element>(
 }
 
 /// The selections of `problems` over `kernel`, float64 or float32: by
-/// [`greedy::select_many`] when `many`, else one by [`greedy::select`].
+/// [`selection::select_many`] when `many`, else one by [`selection::select`].
 fn select_any<'py>(
     py: Python<'py>,
     kernel: &Bound<'py, PyAny>,

@@ -14,12 +14,13 @@ pub trait Real:
     + Sync
     + std::ops::AddAssign
     + std::ops::SubAssign
-    + crate::passes::Dots
+    + crate::simd::Dots
     + bytemuck::Zeroable
     + 'static
 {
     /// Relative threshold below which a column counts as numerically explained
-    /// (the guards of DESIGN §2); the NumPy reference uses the same values.
+    /// (the guards of docs/architecture.md, "Per-column statistics"); the NumPy reference
+    /// uses the same values.
     const DEFAULT_TOL: f64;
 
     fn from_f64(value: f64) -> Self;
@@ -37,7 +38,7 @@ impl Real for f32 {
         self as f64
     }
     fn exp_in_place(values: &mut [Self]) {
-        crate::exp::exp_in_place_f32(values)
+        crate::simd::exp::exp_in_place_f32(values)
     }
 }
 
@@ -50,6 +51,6 @@ impl Real for f64 {
         self
     }
     fn exp_in_place(values: &mut [Self]) {
-        crate::exp::exp_in_place_f64(values)
+        crate::simd::exp::exp_in_place_f64(values)
     }
 }

@@ -16,7 +16,7 @@
 /// `values[i] = exp(values[i])` for every element.
 pub fn exp_in_place_f64(values: &mut [f64]) {
     #[cfg(target_arch = "x86_64")]
-    if crate::passes::has_fma() {
+    if super::has_fma() {
         // SAFETY: AVX2 and FMA are available (checked just above).
         return unsafe { simd::exp_f64(values) };
     }
@@ -26,7 +26,7 @@ pub fn exp_in_place_f64(values: &mut [f64]) {
 /// `values[i] = exp(values[i])` for every element.
 pub fn exp_in_place_f32(values: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
-    if crate::passes::has_fma() {
+    if super::has_fma() {
         // SAFETY: AVX2 and FMA are available (checked just above).
         return unsafe { simd::exp_f32(values) };
     }

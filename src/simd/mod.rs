@@ -1,21 +1,39 @@
-//! Which instruction sets the engine runs: the best the CPU offers, unless the environment
-//! variable `GKFDA_SIMD` caps it.
+//! The engine's SIMD kernels, and which instruction sets it runs them on: the best the CPU
+//! offers, unless the environment variable `GKFDA_SIMD` caps it.
+//!
+//! The kernels are one catalogue, the [`Dots`] trait, implemented for `f32` and `f64`: each
+//! method dispatches to its AVX-512 (`avx512`), AVX2 and FMA (`avx2`) or portable
+//! (`portable`) body; the bodies that their documentation says match give the same sums
+//! bit for bit (`tests`). The module knows nothing of the passes or of `Real`; `exp` holds
+//! the vector `exp` of the RBF kernel.
 //!
 //! The code paths differ in the last bits of their sums (a pass with 2 to 6 right-hand
 //! sides takes AVX-512's wide symmetric tiles there, and otherwise the narrow symmetric
-//! tiles for 2 to 4 and full rows for 5 and 6; machines
-//! without AVX2 and FMA run portable code and `f64::exp`). The cap lets one machine run the
-//! paths of another: CI on an AVX-512 machine tests the AVX2 and portable paths end to end,
-//! and a user reproduces, bit for bit, the selection values of a machine without AVX-512.
-//! The cap only ever lowers the level, so no instruction runs that the CPU lacks.
+//! tiles for 2 to 4 and full rows for 5 and 6; machines without AVX2 and FMA run portable
+//! code and `f64::exp`). The cap lets one machine run the paths of another: CI on an
+//! AVX-512 machine tests the AVX2 and portable paths end to end, and a user reproduces, bit
+//! for bit, the selection values of a machine without AVX-512. The cap only ever lowers
+//! the level, so no instruction runs that the CPU lacks.
 //!
 //! ```
-//! use gkfda::cpu::{simd_level, SimdLevel};
+//! use gkfda::simd::{simd_level, SimdLevel};
 //!
 //! assert_eq!(SimdLevel::from_name("avx2"), Some(SimdLevel::Avx2));
 //! assert_eq!(SimdLevel::from_name("sse"), None);
 //! assert!(simd_level() <= SimdLevel::detected());
 //! ```
+
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+mod dots;
+pub(crate) mod exp;
+mod portable;
+#[cfg(test)]
+mod tests;
+
+pub use dots::{dots, Dots};
 
 use std::sync::OnceLock;
 
@@ -87,20 +105,16 @@ pub fn simd_level() -> SimdLevel {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// Whether the tiles run on AVX2 and FMA ([`simd_level`]: the CPU's, capped by
+/// `GKFDA_SIMD`; an atomic load once known).
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn has_fma() -> bool {
+    simd_level() >= SimdLevel::Avx2
+}
 
-    #[test]
-    fn names_round_trip_and_caps_only_lower_the_level() {
-        for level in SimdLevel::ALL {
-            assert_eq!(SimdLevel::from_name(level.name()), Some(level));
-        }
-        assert_eq!(SimdLevel::cap_from(None), None);
-        assert_eq!(SimdLevel::cap_from(Some("")), None);
-        assert_eq!(SimdLevel::cap_from(Some("AVX2")), None);
-        assert_eq!(SimdLevel::cap_from(Some("none")), Some(SimdLevel::Portable));
-        assert!(SimdLevel::Portable < SimdLevel::Avx2 && SimdLevel::Avx2 < SimdLevel::Avx512);
-        assert!(simd_level() <= SimdLevel::detected());
-    }
+/// Whether the wide symmetric tiles and the tall packed tiles run on AVX-512 (AVX-512VL:
+/// 32 registers for 256-bit code too). Without it the wide symmetric tiles' portable twin
+/// gives the same sums bit for bit but is too slow to pay: wide passes then read full rows.
+pub(crate) fn has_avx512() -> bool {
+    simd_level() == SimdLevel::Avx512
 }

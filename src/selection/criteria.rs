@@ -1,0 +1,90 @@
+//! Scores and the choice of candidates: the best admissible columns, ties to the lowest
+//! index.
+
+use super::engine::Engine;
+use crate::params::Criterion;
+use crate::real::Real;
+
+impl<'a, F: Real> Engine<'a, F> {
+    /// The `take` best admissible candidates (higher score is better), best first, ties
+    /// to the lowest index.
+    pub(super) fn ranked_candidates(
+        &self,
+        criterion: Criterion,
+        blocked: &[bool],
+        rank: &[usize],
+        take: usize,
+    ) -> Vec<usize> {
+        let mut scored: Vec<(F, usize)> = Vec::new();
+        for i in 0..self.m {
+            if blocked[i] || (self.tracks_d && self.d[i] <= self.threshold[i]) {
+                continue;
+            }
+            let a = self.p[i] - self.n[i];
+            let denominator =
+                self.d[i] - self.alpha * self.p[i] * self.p[i] - self.beta * self.n[i] * self.n[i];
+            if criterion.uses_denominator() && denominator <= self.threshold[i] {
+                continue;
+            }
+            let score = match criterion {
+                Criterion::Optimal => a * a / denominator,
+                Criterion::Pseudo => a * a,
+                Criterion::Reverse => -(a * a / denominator),
+                Criterion::ReversePseudo => -(a * a),
+                Criterion::Random => -F::from_f64(rank[i] as f64),
+            };
+            scored.push((score, i));
+        }
+        let best_first = |(sa, ia): &(F, usize), (sb, ib): &(F, usize)| {
+            sb.as_f64().total_cmp(&sa.as_f64()).then(ia.cmp(ib))
+        };
+        // Only the best `take` are needed: an O(m) partition, then a sort of those.
+        if take < scored.len() {
+            scored.select_nth_unstable_by(take, best_first);
+            scored.truncate(take);
+        }
+        scored.sort_by(best_first);
+        scored.into_iter().map(|(_, i)| i).collect()
+    }
+
+    /// [`Engine::ranked_candidates`](super::engine::Engine::ranked_candidates) without `d`: every unblocked candidate ranked by its
+    /// score, then taken in that order while its own column `c` of `K_t` is not numerically
+    /// explained (`c'Dc`, the `d` it would have, above its threshold), until `take` are
+    /// found; the same candidates as with `d` kept. Returns them, best first, and the first
+    /// one's column.
+    pub(super) fn admissible_candidates(
+        &self,
+        criterion: Criterion,
+        blocked: &[bool],
+        rank: &[usize],
+        take: usize,
+    ) -> (Vec<usize>, Option<Vec<F>>) {
+        let mut picks = Vec::with_capacity(take);
+        let mut first_column = None;
+        // The best `ranking` by score, a prefix of any longer ranking (ties go to the lowest
+        // index): usually the first `take` are admissible, and an O(m) selection finds
+        // them where a sort of every candidate took ~0.15 ms a pick at m = 4,000.
+        let (mut ranking, mut checked) = (take, 0);
+        loop {
+            let ranked = self.ranked_candidates(criterion, blocked, rank, ranking);
+            for &i in &ranked[checked..] {
+                let column = self.columns(&[i]).pop().expect("one column");
+                if self.weighted_norm2(&column) <= self.threshold[i] {
+                    continue;
+                }
+                if picks.is_empty() {
+                    first_column = Some(column);
+                }
+                picks.push(i);
+                if picks.len() == take {
+                    return (picks, first_column);
+                }
+            }
+            if ranked.len() < ranking {
+                return (picks, first_column); // every candidate checked
+            }
+            checked = ranked.len();
+            ranking = ranking.saturating_mul(4);
+        }
+    }
+}

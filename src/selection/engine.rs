@@ -1,0 +1,445 @@
+//! The selection state over a read-only kernel: `K_0`, the rank-one terms of
+//! `K_t = K_0 − U V'` and the per-column statistics, with the products and sweeps
+//! every family uses.
+
+use super::shared::SharedPasses;
+use crate::error::{Error, Result};
+use crate::params::Family;
+use crate::passes;
+use crate::real::Real;
+use crate::tuning::{COMBINE_CHUNK, MIN_CLASS_RUN, PARALLEL_WORK};
+use rayon::prelude::*;
+
+/// `[x_1, …, x_n, Dx_1, …, Dx_n]` as one list of right-hand sides.
+pub(super) fn stacked<'v, F>(xs: &[&'v [F]], weighted: &'v [Vec<F>]) -> Vec<&'v [F]> {
+    xs.iter()
+        .copied()
+        .chain(weighted.iter().map(Vec::as_slice))
+        .collect()
+}
+
+/// Lane-parallel dot product (an iterator `sum` would be sequential and scalar).
+pub(super) fn dot<F: Real>(a: &[F], b: &[F]) -> F {
+    crate::simd::dots(a, [b])[0]
+}
+
+pub(super) fn axpy<F: Real>(y: &mut [F], factor: F, x: &[F]) {
+    y.iter_mut().zip(x).for_each(|(y, x)| *y += factor * *x);
+}
+
+/// `y += factors[q] · xs[q]` for each `q` in order, with the roundings of repeated [`axpy`]
+/// (a product, then a sum), four terms per sweep of `y`: a stage's in-stage deflation
+/// reads and writes each tracked vector once per four earlier picks, not once per pick.
+pub(super) fn axpy_all<F: Real>(y: &mut [F], factors: &[F], xs: &[&[F]]) {
+    let mut q = 0;
+    while q + 4 <= xs.len() {
+        let (f, x) = (&factors[q..q + 4], &xs[q..q + 4]);
+        let (x0, x1, x2, x3) = (
+            &x[0][..y.len()],
+            &x[1][..y.len()],
+            &x[2][..y.len()],
+            &x[3][..y.len()],
+        );
+        for (l, value) in y.iter_mut().enumerate() {
+            let mut sum = *value;
+            sum += f[0] * x0[l];
+            sum += f[1] * x1[l];
+            sum += f[2] * x2[l];
+            sum += f[3] * x3[l];
+            *value = sum;
+        }
+        q += 4;
+    }
+    for (&factor, x) in factors.iter().zip(xs).skip(q) {
+        axpy(y, factor, x);
+    }
+}
+
+/// The selection state over a read-only kernel.
+pub(super) struct Engine<'a, F: Real> {
+    /// `K_0`, row-major `m×m`, symmetric; never written.
+    pub(super) kernel: &'a [F],
+    pub(super) m: usize,
+    /// The labels (`true` = class +1).
+    pub(super) positive: &'a [bool],
+    /// The diagonal of `D`: `2·m₋/m` on the positive class, `2·m₊/m` on the negative.
+    pub(super) weight: Vec<F>,
+    /// `2·m₋/(m·m₊)` and `2·m₊/(m·m₋)`: the Fisher denominator of column `i` is
+    /// `c_i'Bc_i = d_i − α p_i² − β n_i²`.
+    pub(super) alpha: F,
+    pub(super) beta: F,
+    /// `p_i = Σ_{j∈+} (K_t)_ji` and `n_i = Σ_{j∈−} (K_t)_ji` of the current `K_t`, in every
+    /// family: schur updates them as it records each term; hotelling and projection at the
+    /// end of each stage (inside a stage they are the stage-start values, which rank the
+    /// whole stage). After the last pick they may lag behind the last terms.
+    pub(super) p: Vec<F>,
+    pub(super) n: Vec<F>,
+    /// `d_i = Σ_j D_j (K_t)_ji²` of the current `K_t` when `tracks_d`. Hotelling and
+    /// projection: updated with `p` and `n` at the end of each stage. Schur: the last
+    /// recorded term's update waits for its `h = K_t'Du` (taken with the next pick's pass,
+    /// or at the end of the stage), so `d` is one term behind only between a term and the
+    /// next pass, and complete whenever candidates are ranked. Empty of meaning when not
+    /// `tracks_d`.
+    pub(super) d: Vec<F>,
+    /// `tol · d_i` of `K_0`: a column whose `d` (or `c'Dc`) falls to it is numerically
+    /// explained. Fixed.
+    pub(super) threshold: Vec<F>,
+    /// Rank-one terms, `K_t = K_0 − Σ_r u_r v_r'`, one per recorded pick `r` of direction
+    /// `x_r`, by family:
+    /// - hotelling: `vs[r] = x_r`, `u_r = λ_r x_r` is not stored (`us` is empty);
+    /// - projection: `us[r] = x_r`, `vs[r] = K_{t_r}'x_r`;
+    /// - schur: `vs[r] = K_{t_r} x_r` (`= K_{t_r}'x_r`: schur keeps `K_t` symmetric),
+    ///   `us[r] = vs[r]/λ_r` with `λ_r = x_r'K_{t_r} x_r > 0`;
+    /// - none: both empty.
+    ///
+    /// `K_{t_r}` is the kernel deflated by the terms before `r`.
+    pub(super) us: Vec<Vec<F>>,
+    pub(super) vs: Vec<Vec<F>>,
+    /// `λ_r = x_r'K_{t_r} x_r` in the hotelling family, 1 in the projection family (one per
+    /// term); empty for schur, whose `λ_r` is folded into `us`.
+    pub(super) lambdas: Vec<F>,
+    /// Whether `d` is kept: always, except in the schur family with the criteria that rank
+    /// without it (`pseudo`, `random`), which check each candidate's own column instead
+    /// ([`Engine::admissible_candidates`]) and so take one pass over `K_0` a pick, not two
+    /// (`h = K_t'Du` serves only `d`).
+    pub(super) tracks_d: bool,
+    /// The earlier unit directions `q_r` of `ortho-schur`, orthonormal. Empty otherwise:
+    /// those of `ortho-hotelling` are its `vs`, those of `ortho-projection` its `us`
+    /// ([`Engine::ortho_basis`]), not stored twice.
+    pub(super) ortho: Vec<Vec<F>>,
+    /// The columns of each class (positive first) when the classes form few runs, as in
+    /// the kernels `GreedyKFDA.fit` builds: passes then split by class.
+    pub(super) class_groups: Option<[passes::ColumnGroup; 2]>,
+    /// The diagonal of `D` on the positive and the negative class.
+    pub(super) class_weights: (F, F),
+    pub(super) pool: std::sync::Arc<rayon::ThreadPool>,
+    /// The passes' buffers, kept from one pass to the next.
+    pub(super) workspace: passes::Workspace<F>,
+    /// Full reads of `K_0` so far (the statistics' set-up pass included).
+    pub(super) passes: usize,
+    /// Bases wanted: once chosen, the terms and statistics that only a next stage would
+    /// read are not computed.
+    pub(super) target: usize,
+    /// For a selection run beside others ([`super::select_many`]): the passes it shares, and its
+    /// place among them.
+    pub(super) shared: Option<(&'a SharedPasses<'a, F>, usize)>,
+}
+
+impl<'a, F: Real> Engine<'a, F> {
+    pub(super) fn new(
+        kernel: &'a [F],
+        m: usize,
+        positive: &'a [bool],
+        tol: f64,
+        n_threads: usize,
+    ) -> Result<Self> {
+        let m_pos = positive.iter().filter(|&&p| p).count();
+        let m_neg = m - m_pos;
+        let mf = m as f64;
+        let weight: Vec<F> = positive
+            .iter()
+            .map(|&p| {
+                F::from_f64(if p {
+                    2.0 * m_neg as f64 / mf
+                } else {
+                    2.0 * m_pos as f64 / mf
+                })
+            })
+            .collect();
+        let indicator = |want: bool| -> Vec<F> {
+            positive
+                .iter()
+                .map(|&p| if p == want { F::one() } else { F::zero() })
+                .collect()
+        };
+        let pool = crate::pool::shared(n_threads)?;
+        let (p, n, d) = passes::column_statistics(
+            &pool,
+            kernel,
+            m,
+            &indicator(true),
+            &indicator(false),
+            &weight,
+        );
+        // Any NaN or infinity in K reaches these sums: refuse it rather than select noise.
+        if !p.iter().chain(&n).chain(&d).all(|v| v.is_finite()) {
+            return Err(Error::invalid(
+                "K",
+                "contains NaN or infinite values, or values whose squares overflow",
+            ));
+        }
+        let threshold = d.iter().map(|&d0| F::from_f64(tol) * d0).collect();
+        Ok(Engine {
+            kernel,
+            m,
+            positive,
+            weight,
+            alpha: F::from_f64(2.0 * m_neg as f64 / (mf * m_pos as f64)),
+            beta: F::from_f64(2.0 * m_pos as f64 / (mf * m_neg as f64)),
+            p,
+            n,
+            d,
+            threshold,
+            us: Vec::new(),
+            vs: Vec::new(),
+            lambdas: Vec::new(),
+            ortho: Vec::new(),
+            tracks_d: true,
+            class_groups: (passes::ColumnGroup::count_runs(positive) * MIN_CLASS_RUN <= m).then(
+                || {
+                    [
+                        passes::ColumnGroup::of_class::<F>(positive, true),
+                        passes::ColumnGroup::of_class::<F>(positive, false),
+                    ]
+                },
+            ),
+            class_weights: (
+                F::from_f64(2.0 * m_neg as f64 / mf),
+                F::from_f64(2.0 * m_pos as f64 / mf),
+            ),
+            pool,
+            workspace: passes::Workspace::default(),
+            passes: 1,
+            target: usize::MAX,
+            shared: None,
+        })
+    }
+    pub(super) fn multiply(&mut self, rhs: &[&[F]]) -> Vec<Vec<F>> {
+        self.passes += 1;
+        self.kernel_products(rhs)
+    }
+
+    /// `K_0 x` for each `x`: a pass of this selection's own, or its share of a pass with
+    /// the selections beside it.
+    pub(super) fn kernel_products(&mut self, rhs: &[&[F]]) -> Vec<Vec<F>> {
+        if let Some((shared, member)) = self.shared {
+            return shared.multiply(member, rhs);
+        }
+        passes::multiply(&self.pool, self.kernel, self.m, rhs, &mut self.workspace)
+    }
+
+    /// Takes this selection's passes over `K_0` from `shared`, as its `member`-th. They
+    /// read plain right-hand sides: the passes split by class, each selection's columns
+    /// in its own two groups, are left to selections alone, so `K_0 x` and `K_0 D x` come
+    /// from `[x, Dx]` (for a stage of one pick, bound by memory, the same read).
+    pub(super) fn share_passes(&mut self, shared: &'a SharedPasses<'a, F>, member: usize) {
+        self.shared = Some((shared, member));
+        self.class_groups = None;
+    }
+
+    /// `(K_0 x, K_0 D x)` for each `x`, in one pass. With contiguous classes the pass
+    /// splits the columns by class, so that each kernel element meets each `x` once.
+    pub(super) fn products_with_weighted(&mut self, xs: &[&[F]]) -> (Vec<Vec<F>>, Vec<Vec<F>>) {
+        self.passes += 1;
+        if let Some(groups) = &self.class_groups {
+            let by_class = passes::multiply_groups(
+                &self.pool,
+                self.kernel,
+                self.m,
+                xs,
+                groups,
+                &mut self.workspace,
+            );
+            return self.plain_and_weighted(by_class);
+        }
+        let weighted: Vec<Vec<F>> = xs.iter().map(|x| self.weighted(x)).collect();
+        let rhs = stacked(xs, &weighted);
+        let mut products = self.kernel_products(&rhs);
+        let weighted = products.split_off(xs.len());
+        (products, weighted)
+    }
+
+    /// `(Σ_g out[g][j], Σ_g w_g out[g][j])` for each `j`, from products split by class
+    /// (positive first): `W x` and `W D x` for a class-constant diagonal `D`.
+    pub(super) fn plain_and_weighted(
+        &self,
+        by_class: Vec<Vec<Vec<F>>>,
+    ) -> (Vec<Vec<F>>, Vec<Vec<F>>) {
+        let mut by_class = by_class.into_iter();
+        let (positive, negative) = (by_class.next(), by_class.next());
+        let (mut plain, mut weighted) =
+            (positive.unwrap_or_default(), negative.unwrap_or_default());
+        let (w_pos, w_neg) = self.class_weights;
+        // In place: the positive part becomes the sum, the negative one the weighted sum.
+        for (p, n) in plain.iter_mut().zip(weighted.iter_mut()) {
+            for (p, n) in p.iter_mut().zip(n.iter_mut()) {
+                let (positive, negative) = (*p, *n);
+                *p = positive + negative;
+                *n = w_pos * positive + w_neg * negative;
+            }
+        }
+        (plain, weighted)
+    }
+
+    /// Whether the terms' `u_r = λ_r v_r` (the hotelling family) are kept as `v_r` and `λ_r`.
+    pub(super) fn u_is_scaled_v(&self) -> bool {
+        self.us.len() < self.vs.len()
+    }
+
+    /// Columns `picks` of `K_t` (rows of the symmetric `K_0`, minus the rank-one terms),
+    /// in one sweep over `U` (over `V`, for the hotelling family, just swept by the stage
+    /// before, with coefficients `λ_r v_r[i]`).
+    pub(super) fn columns(&self, picks: &[usize]) -> Vec<Vec<F>> {
+        let mut columns: Vec<Vec<F>> = picks
+            .iter()
+            .map(|&i| self.kernel[i * self.m..(i + 1) * self.m].to_vec())
+            .collect();
+        let scaled = self.u_is_scaled_v();
+        let coefficients: Vec<Vec<F>> = picks
+            .iter()
+            .map(|&i| {
+                let at_i = self.vs.iter().map(|v| v[i]);
+                if scaled {
+                    at_i.zip(&self.lambdas).map(|(v, &l)| l * v).collect()
+                } else {
+                    at_i.collect()
+                }
+            })
+            .collect();
+        let vectors = if scaled { &self.vs } else { &self.us };
+        self.subtract_combinations(&mut columns, vectors, &coefficients);
+        columns
+    }
+
+    /// `[v·x for v in vectors]` for each `x` (`out[x][v]`), in one sweep over `vectors`.
+    pub(super) fn dots_with(&self, vectors: &[Vec<F>], xs: &[&[F]]) -> Vec<Vec<F>> {
+        if vectors.len() * self.m < PARALLEL_WORK {
+            return xs
+                .iter()
+                .map(|x| vectors.iter().map(|v| dot(v, x)).collect())
+                .collect();
+        }
+        passes::dot_products(&self.pool, vectors, xs)
+    }
+
+    /// `outs[s] −= Σ_r coefficients[s][r] vectors[r]` for every `s`, in one sweep over
+    /// `vectors` by chunks of rows (each element sums its terms in the order of `r`,
+    /// whatever the thread count).
+    pub(super) fn subtract_combinations<C: AsRef<[F]> + Sync>(
+        &self,
+        outs: &mut [Vec<F>],
+        vectors: &[Vec<F>],
+        coefficients: &[C],
+    ) {
+        let work = vectors.len() * outs.len() * self.m;
+        let n_chunks = self.m.div_ceil(COMBINE_CHUNK);
+        let mut by_chunk: Vec<Vec<&mut [F]>> = (0..n_chunks).map(|_| Vec::new()).collect();
+        for out in outs.iter_mut() {
+            for (chunk, piece) in by_chunk.iter_mut().zip(out.chunks_mut(COMBINE_CHUNK)) {
+                chunk.push(piece);
+            }
+        }
+        let coefficients: Vec<&[F]> = coefficients.iter().map(AsRef::as_ref).collect();
+        let combine = |(chunk_index, mut pieces): (usize, Vec<&mut [F]>)| {
+            let start = chunk_index * COMBINE_CHUNK;
+            let rows = start..start + pieces.first().map_or(0, |piece| piece.len());
+            let terms: Vec<&[F]> = vectors.iter().map(|v| &v[rows.clone()]).collect();
+            passes::combine_chunk(&mut pieces, &terms, &coefficients);
+        };
+        if work < PARALLEL_WORK {
+            by_chunk.into_iter().enumerate().for_each(combine);
+        } else {
+            self.pool
+                .install(|| by_chunk.into_par_iter().enumerate().for_each(combine));
+        }
+    }
+
+    pub(super) fn weighted(&self, x: &[F]) -> Vec<F> {
+        x.iter().zip(&self.weight).map(|(x, w)| *x * *w).collect()
+    }
+
+    /// `x'Dx`, the `d` of [`crate::simd::Dots::row_statistics`] (`D x` formed in registers,
+    /// the sum of `dot(D x, x)` bit for bit): no buffer for `D x`, whose allocation, freed
+    /// at the top of the heap and trimmed there, would fault its pages in at every call.
+    pub(super) fn weighted_norm2(&self, x: &[F]) -> F {
+        F::row_statistics(x, &self.weight, &self.weight, &self.weight)[2]
+    }
+
+    /// The statistics of `K_t − u v'` from those of `K_t`, with `h = K_t' D u`.
+    pub(super) fn update_statistics(&mut self, u: &[F], v: &[F], h: &[F]) {
+        self.update_sums(u, v);
+        self.update_d(u, v, h);
+    }
+
+    /// `p` and `n` of `K_t − u v'`: they need no product with `K_0`.
+    pub(super) fn update_sums(&mut self, u: &[F], v: &[F]) {
+        let (mut u_pos, mut u_neg) = (F::zero(), F::zero());
+        for (value, &positive) in u.iter().zip(self.positive.iter()) {
+            if positive {
+                u_pos += *value;
+            } else {
+                u_neg += *value;
+            }
+        }
+        for ((p, n), &v) in self.p.iter_mut().zip(self.n.iter_mut()).zip(v) {
+            *p -= v * u_pos;
+            *n -= v * u_neg;
+        }
+    }
+
+    /// `d` of `K_t − u v'`, with `h = K_t' D u`.
+    pub(super) fn update_d(&mut self, u: &[F], v: &[F], h: &[F]) {
+        if !self.tracks_d {
+            return;
+        }
+        let udu = self.weighted_norm2(u);
+        let two = F::from_f64(2.0);
+        for i in 0..self.m {
+            self.d[i] -= two * v[i] * h[i] - udu * v[i] * v[i];
+        }
+    }
+
+    /// `K_t'x = K_0 x − V(U'x)` for each `x` in one pass, with one sweep over `U` and one
+    /// over `V`; when `last_is_du`, the last `x` is `D u` of the last term and its product
+    /// leaves that term out (it is the `h` of that term: `K_t` before it).
+    pub(super) fn deflated_products(&mut self, xs: &[&[F]], last_is_du: bool) -> Vec<Vec<F>> {
+        let mut coefficients = self.dots_with(&self.us, xs);
+        if last_is_du {
+            if let Some(last) = coefficients.last_mut().and_then(|c| c.last_mut()) {
+                *last = F::zero(); // an exact no-op in the combination
+            }
+        }
+        let mut products = self.multiply(xs);
+        self.subtract_combinations(&mut products, &self.vs, &coefficients);
+        products
+    }
+
+    /// The earlier `ortho-*` directions `q` of a family: `ortho-hotelling`'s are its `v`
+    /// (`v = x = q`), `ortho-projection`'s its `u` (`u = x = q`), in the order of the picks.
+    pub(super) fn ortho_basis(&self, family: Family) -> &[Vec<F>] {
+        match family {
+            Family::Hotelling => &self.vs,
+            Family::Projection => &self.us,
+            Family::Schur | Family::None => &self.ortho,
+        }
+    }
+
+    /// The unit direction of a pick: `τ = c/‖c‖`, or, given the earlier directions
+    /// `ortho` (`ortho-*`), its Gram–Schmidt residual against them (classical,
+    /// coefficients `q'τ`), or `None` when that residual is numerically zero. Only `x` is
+    /// carried: the forms that track products orthogonalise before their pass.
+    pub(super) fn direction(
+        &self,
+        column: Vec<F>,
+        ortho: Option<&[Vec<F>]>,
+        tol: f64,
+    ) -> Option<Vec<F>> {
+        let mut tau = column;
+        let norm = dot(&tau, &tau).sqrt();
+        tau.iter_mut().for_each(|v| *v = *v / norm);
+        let Some(earlier) = ortho else {
+            return Some(tau);
+        };
+        let coefficients = self.dots_with(earlier, &[&tau]);
+        let mut residual = [tau];
+        self.subtract_combinations(&mut residual, earlier, &coefficients);
+        let [mut q] = residual;
+        let norm2 = dot(&q, &q);
+        if norm2.as_f64() <= tol {
+            return None;
+        }
+        let scale = F::one() / norm2.sqrt();
+        q.iter_mut().for_each(|v| *v = *v * scale);
+        Some(q)
+    }
+}

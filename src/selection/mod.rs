@@ -1,0 +1,420 @@
+//! The greedy basis selection of Diethe (2015), Algorithm 1, in O(m²) per pick.
+//!
+//! The deflated kernel is never written: `K_t = K_0 − Σ_r u_r v_r'` is held as its
+//! rank-one terms, and the four per-column statistics (`a = K_t'y` as `p − n`,
+//! `p = K_t'1₊`, `n = K_t'1₋`, `d_i = Σ_j D_j (K_t)_ji²`; docs/architecture.md, "Per-column
+//! statistics") are updated in O(m) per pick from products with `K_0`:
+//!
+//! | deflation   | `u`              | `v`      | reads of `K_0` per pick |
+//! |-------------|------------------|----------|-------------------------|
+//! | hotelling   | `(x'K_t x) x`    | `x`      | one (`[x, Dx]`)         |
+//! | projection  | `x`              | `K_t'x`  | one (`[x, Dx]`)         |
+//! | schur       | `K_t x/(x'K_t x)`| `K_t'x`  | two (`x`, then `Du`), one when `x` came ahead with the last `Du`; `S+1` per stage; one for `pseudo` and `random` |
+//!
+//! with `x = τ = c_i/‖c_i‖`, or for the `ortho-*` forms `τ` Gram–Schmidt-orthogonalised
+//! against the earlier directions. For the hotelling and projection families a stage of
+//! `S` picks costs one read of `K_0` with `2S` right-hand sides: every direction of the
+//! stage is a combination of the stage-start columns (and earlier directions, whose
+//! products are kept), so each vector carries its products with `K_0` along
+//! (`Tracked`). Schur's `u = K_t x/λ` leaves that span, so its picks stay sequential.
+//! Its second read, `h = K_t'Du`, serves only `d`, which only ranks candidates: for the
+//! criteria that need `d` just to skip numerically explained columns (`pseudo`, `random`)
+//! the schur family keeps no `d` and checks the best-ranked candidates' own columns
+//! instead, one read a pick. The other criteria's `h` pass also multiplies the likeliest
+//! next pick (`Engine::finish_with_candidates`), whose direction needs no `h`.
+//! A read with up to four right-hand sides touches only the upper triangle of the
+//! symmetric `K_0` ([`crate::passes::multiply_groups`]). With the classes contiguous (as
+//! `GreedyKFDA.fit` orders them) each pass splits by class, and a wide pass also reads
+//! the earlier terms as extra rows, for the stage's products with them
+//! ([`crate::passes::multiply_groups_with_rows`]). Several problems over one kernel (one-vs-rest)
+//! can share their narrow passes: [`select_many`].
+
+mod criteria;
+mod engine;
+mod schur;
+mod shared;
+mod stages;
+#[cfg(test)]
+mod tests;
+
+use crate::error::{try_zeroed, Error, Result};
+pub use crate::params::{Criterion, Deflation, GreedyParams};
+use crate::params::{Directions, Family, ValidParams};
+use crate::real::Real;
+use crate::tuning::{SHARED_FROM_BYTES, SHARED_SELECTIONS, SPECULATED_CANDIDATES};
+use engine::Engine;
+use ndarray::ArrayView2;
+use schur::{FirstPick, Speculated};
+use shared::SharedPasses;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// The outcome of a selection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selection {
+    /// Chosen training indices, in selection order.
+    pub indices: Vec<usize>,
+    /// True when no admissible candidate was left before `k` bases were chosen.
+    pub stopped_early: bool,
+    /// Full reads of the kernel made (the statistics' initial pass included).
+    pub kernel_passes: usize,
+}
+
+/// A permutation of `0..m` from a seed (SplitMix64 driving a Fisher–Yates shuffle), for
+/// Rust callers of the `random` criterion; the Python layer passes NumPy's instead.
+pub fn random_order(m: usize, seed: u64) -> Vec<usize> {
+    let mut state = seed;
+    let mut next = move || {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let mut order: Vec<usize> = (0..m).collect();
+    for i in (1..m).rev() {
+        let j = (next() % (i as u64 + 1)) as usize;
+        order.swap(i, j);
+    }
+    order
+}
+
+/// Chooses up to `params.k` bases from the symmetric training kernel `kernel` (row- or
+/// column-major, borrowed, never written) for labels `positive` (`true` = class +1).
+pub fn select<F: Real>(
+    kernel: ArrayView2<F>,
+    positive: &[bool],
+    params: &GreedyParams,
+) -> Result<Selection> {
+    select_with_stop(kernel, positive, params, &AtomicBool::new(false))
+}
+
+/// [`select`], which gives up with [`Error::Interrupted`] once `stop` is raised (from
+/// another thread): it looks at the flag before each stage and, in the schur family,
+/// before each pick, so it answers within one or two passes over the kernel. The
+/// bindings raise it when Python's signal handlers raise (Ctrl-C).
+pub fn select_with_stop<F: Real>(
+    kernel: ArrayView2<F>,
+    positive: &[bool],
+    params: &GreedyParams,
+    stop: &AtomicBool,
+) -> Result<Selection> {
+    let (data, params) = checked_kernel(&kernel, positive, params)?;
+    select_alone(data, kernel.nrows(), positive, &params, stop)
+}
+
+/// The selection of a checked problem over the row-major `m×m` `kernel`, with passes of
+/// its own.
+fn select_alone<F: Real>(
+    kernel: &[F],
+    m: usize,
+    positive: &[bool],
+    params: &ValidParams,
+    stop: &AtomicBool,
+) -> Result<Selection> {
+    let mut engine = Engine::new(kernel, m, positive, params.tol, params.n_threads)?;
+    // The whole loop runs on a worker of the engine's pool, so that a pass is shared by
+    // that worker and the others (n threads in all), where a caller outside the pool
+    // would wake n workers for each pass and wait: fewer wake-ups per pick, and no
+    // (n + 1)-th thread on n cores.
+    let pool = std::sync::Arc::clone(&engine.pool);
+    pool.install(|| run_selection(&mut engine, params, stop))
+}
+
+/// [`select`] for several problems over one kernel, `problems[c] = (positive, params)`
+/// (the one-vs-rest problems of a multiclass fit), which give the same [`Selection`]s
+/// whatever their number or order. Problems whose picks read `K` one at a time (the
+/// schur family at any stage, the hotelling and projection families at stages 1) over a
+/// kernel of 12 MiB or more run side by side in groups of up to 12 that share each pass
+/// over `K`: `C` picks for one read of `K` where one after the other they would read it
+/// `C` times. Their passes read all of `K` in a fixed order
+/// ([`crate::passes::multiply_in_order`]), where [`select`]'s narrow passes read its upper
+/// triangle (split by class), so their sums, and on close calls their picks, can differ
+/// from [`select`]'s in the last bits. A group's terms take at most as much memory as the
+/// kernel. The others run one after the other, as [`select`]. All problems need the same
+/// `n_threads`; each [`Selection::kernel_passes`] counts the passes it took part in.
+pub fn select_many<F: Real>(
+    kernel: ArrayView2<F>,
+    problems: &[(&[bool], GreedyParams)],
+) -> Result<Vec<Selection>> {
+    select_many_with_stop(kernel, problems, &AtomicBool::new(false))
+}
+
+/// [`select_many`], which gives up with [`Error::Interrupted`] once `stop` is raised.
+pub fn select_many_with_stop<F: Real>(
+    kernel: ArrayView2<F>,
+    problems: &[(&[bool], GreedyParams)],
+    stop: &AtomicBool,
+) -> Result<Vec<Selection>> {
+    select_many_sharing_from(kernel, problems, stop, SHARED_FROM_BYTES)
+}
+
+/// [`select_many_with_stop`], sharing passes over kernels of `shared_from_bytes` or more.
+fn select_many_sharing_from<F: Real>(
+    kernel: ArrayView2<F>,
+    problems: &[(&[bool], GreedyParams)],
+    stop: &AtomicBool,
+    shared_from_bytes: usize,
+) -> Result<Vec<Selection>> {
+    let Some((_, first)) = problems.first() else {
+        return Ok(Vec::new());
+    };
+    let mut data: &[F] = &[];
+    let mut checked: Vec<(&[bool], ValidParams)> = Vec::with_capacity(problems.len());
+    for (c, (positive, params)) in problems.iter().enumerate() {
+        let (kernel, valid) =
+            checked_kernel(&kernel, positive, params).map_err(|error| error.in_problem(c))?;
+        data = kernel;
+        checked.push((positive, valid));
+        if params.n_threads != first.n_threads {
+            return Err(Error::invalid(
+                "n_jobs",
+                "must be the same for every problem of a shared selection",
+            ));
+        }
+    }
+    let m = kernel.nrows();
+    let bytes = data.len().saturating_mul(std::mem::size_of::<F>());
+    let problems = checked;
+    let sharing = |params: &ValidParams| shares_passes(params) && bytes >= shared_from_bytes;
+    let mut selections: Vec<Option<Selection>> = vec![None; problems.len()];
+    for (c, (positive, params)) in problems.iter().enumerate() {
+        if !sharing(params) {
+            selections[c] = Some(select_alone(data, m, positive, params, stop)?);
+        }
+    }
+    let shared: Vec<usize> = (0..problems.len())
+        .filter(|&c| sharing(&problems[c].1))
+        .collect();
+    // Side by side, the selections hold their terms at once, `2·m·k` values each (`3·m·k`
+    // with the ortho forms' directions), where one after the other they take turns: a
+    // group's terms take at most as much memory as the kernel (and 12 selections at most).
+    let terms = |params: &ValidParams| {
+        let vectors = match params.directions {
+            Directions::Orthogonalised => 3,
+            Directions::Normalised => 2,
+        };
+        (vectors * params.k).saturating_mul(m * std::mem::size_of::<F>())
+    };
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut group_bytes = 0usize;
+    for &c in &shared {
+        let bytes_c = terms(&problems[c].1);
+        match groups.last_mut() {
+            Some(group)
+                if group.len() < SHARED_SELECTIONS
+                    && group_bytes.saturating_add(bytes_c) <= bytes =>
+            {
+                group.push(c);
+                group_bytes += bytes_c;
+            }
+            _ => {
+                groups.push(vec![c]);
+                group_bytes = bytes_c;
+            }
+        }
+    }
+    for group in groups {
+        let members: Vec<&(&[bool], ValidParams)> = group.iter().map(|&c| &problems[c]).collect();
+        let outcomes = select_side_by_side(data, m, &members, stop)?;
+        for (&c, selection) in group.iter().zip(outcomes) {
+            selections[c] = Some(selection);
+        }
+    }
+    Ok(selections.into_iter().flatten().collect())
+}
+
+/// Whether a selection's passes are worth sharing: those bound by memory, schur's (one or
+/// two vectors at any stage) and the other families' at a stage of one. Their wider
+/// stages' passes are bound by arithmetic, which a shared pass would not lessen (and
+/// without the split by class, would double).
+fn shares_passes(params: &ValidParams) -> bool {
+    match params.family {
+        Family::Schur => true,
+        Family::Hotelling | Family::Projection => params.stages == 1,
+        Family::None => false,
+    }
+}
+
+/// The selections of `problems` (checked), each on a thread of its own, sharing their
+/// passes over the row-major `m×m` `kernel`, served from this thread (or, from a rayon
+/// worker, from a thread of its own, so that the worker cannot take up other jobs of its
+/// pool while it waits, one of which might wait on it).
+fn select_side_by_side<F: Real>(
+    kernel: &[F],
+    m: usize,
+    problems: &[&(&[bool], ValidParams)],
+    stop: &AtomicBool,
+) -> Result<Vec<Selection>> {
+    let pool = crate::pool::shared(problems[0].1.n_threads)?;
+    let shared = SharedPasses::new(kernel, m, pool, problems.len());
+    let joined = std::thread::scope(|scope| {
+        // Armed before the first member starts: should this thread unwind before serving
+        // every pass, the members waiting for one panic instead of waiting for ever.
+        let abandon = shared.abandon_on_unwind();
+        let mut members = Vec::with_capacity(problems.len());
+        for (member, &(positive, params)) in problems.iter().enumerate() {
+            // Made before the spawn, so that a thread that cannot start still leaves (its
+            // closure, holding the membership, is dropped).
+            let membership = shared.member(member);
+            let shared = &shared;
+            let started = std::thread::Builder::new()
+                .name(format!("gkfda-selection-{member}"))
+                .spawn_scoped(scope, move || {
+                    let _membership = membership;
+                    shared.take_turn(member);
+                    let outcome = Engine::new(kernel, m, positive, params.tol, params.n_threads)
+                        .and_then(|mut engine| {
+                            engine.share_passes(shared, member);
+                            run_selection(&mut engine, params, shared.halt_flag())
+                        });
+                    if outcome.is_err() {
+                        shared.halt(); // the call fails: the others' work would be lost
+                    }
+                    outcome
+                });
+            members.push(started.ok());
+        }
+        if rayon::current_thread_index().is_some() {
+            let served = scope.spawn(|| shared.serve(stop)).join();
+            served.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        } else {
+            shared.serve(stop);
+        }
+        abandon.disarm();
+        members
+            .into_iter()
+            .map(|thread| thread.map(|thread| thread.join()))
+            .collect::<Vec<_>>()
+    });
+    // A panic first, then an error of a member's own, then a stop (which a failed member
+    // asked of the others).
+    let mut outcomes = Vec::with_capacity(joined.len());
+    for joined in joined {
+        match joined {
+            Some(Err(panic)) => std::panic::resume_unwind(panic),
+            Some(Ok(outcome)) => outcomes.push(Some(outcome)),
+            None => outcomes.push(None),
+        }
+    }
+    if let Some(error) = outcomes.iter().flatten().find_map(|outcome| {
+        outcome
+            .as_ref()
+            .err()
+            .filter(|error| **error != Error::Interrupted)
+    }) {
+        return Err(error.clone());
+    }
+    let mut selections = Vec::with_capacity(outcomes.len());
+    for (outcome, &&(positive, ref params)) in outcomes.into_iter().zip(problems) {
+        selections.push(match outcome {
+            Some(outcome) => outcome?,
+            // The OS would not start its thread: alone, with passes of its own.
+            None => select_alone(kernel, m, positive, params, stop)?,
+        });
+    }
+    Ok(selections)
+}
+
+/// `kernel` as a row-major slice and `params` checked, once `(kernel, positive, params)`
+/// are.
+fn checked_kernel<'k, F: Real>(
+    kernel: &ArrayView2<'k, F>,
+    positive: &[bool],
+    params: &GreedyParams,
+) -> Result<(&'k [F], ValidParams)> {
+    let valid = params.check(kernel, positive)?;
+    // A symmetric matrix reads the same in either memory order.
+    let data = kernel
+        .to_slice()
+        .or_else(|| (*kernel).reversed_axes().to_slice())
+        .ok_or_else(|| Error::invalid("K", "must be a contiguous array"))?;
+    Ok((data, valid))
+}
+
+/// The picks of `engine` (just made) for `params`.
+fn run_selection<F: Real>(
+    engine: &mut Engine<'_, F>,
+    params: &ValidParams,
+    stop: &AtomicBool,
+) -> Result<Selection> {
+    let tol = params.tol;
+    let m = engine.m;
+    let mut rank = Vec::new();
+    if params.criterion == Criterion::Random {
+        let order = params
+            .random_order
+            .clone()
+            .unwrap_or_else(|| random_order(m, params.seed));
+        rank = try_zeroed::<usize>(m, "the random order")?;
+        for (position, &i) in order.iter().enumerate() {
+            rank[i] = position;
+        }
+    }
+    engine.target = params.k;
+    let (family, directions) = (params.family, params.directions);
+    // The schur family's two passes a pick are `K_t x` and `h = K_t'Du`, and `h` serves
+    // only `d`: criteria that rank without `d` check their candidates' own columns instead
+    // and take one pass a pick.
+    engine.tracks_d = !(family == Family::Schur && params.criterion.checks_candidates_one_by_one());
+    // Schur picks that keep `d` multiply the next pick's likely candidates with their `h`
+    // (not beside other selections: shared passes take each member's own widths).
+    let speculate = family == Family::Schur && engine.tracks_d && engine.shared.is_none();
+    let mut speculated: Vec<Speculated<F>> = Vec::new();
+    let mut blocked = vec![false; m];
+    let mut chosen = Vec::with_capacity(params.k);
+    let mut stopped_early = false;
+    while chosen.len() < params.k {
+        if stop.load(Ordering::Relaxed) {
+            return Err(Error::Interrupted);
+        }
+        let take = params.stages.min(params.k - chosen.len());
+        let (picks, first_column) = if engine.tracks_d {
+            let picks = engine.ranked_candidates(params.criterion, &blocked, &rank, take);
+            (picks, None)
+        } else {
+            engine.admissible_candidates(params.criterion, &blocked, &rank, take)
+        };
+        let first_column = first_column.map(FirstPick::Column);
+        if picks.is_empty() {
+            stopped_early = true;
+            break;
+        }
+        let picks = picks.as_slice();
+        for &i in picks {
+            blocked[i] = true;
+        }
+        match family {
+            Family::None => chosen.extend_from_slice(picks),
+            Family::Hotelling | Family::Projection => engine.fused_stage(
+                picks,
+                family,
+                directions,
+                params.stages == 1,
+                tol,
+                &mut chosen,
+            ),
+            Family::Schur => {
+                let first = std::mem::take(&mut speculated)
+                    .into_iter()
+                    .find(|candidate| candidate.index == picks[0])
+                    .map(|Speculated { x, v, .. }| FirstPick::Product { x, v })
+                    .or(first_column);
+                let deferred = engine.schur_stage(picks, first, directions, tol, &mut chosen, stop);
+                if let Some(du) = deferred {
+                    let candidates = if speculate {
+                        let take = SPECULATED_CANDIDATES;
+                        engine.ranked_candidates(params.criterion, &blocked, &rank, take)
+                    } else {
+                        Vec::new()
+                    };
+                    speculated = engine.finish_with_candidates(&du, &candidates, directions, tol);
+                }
+            }
+        }
+    }
+    Ok(Selection {
+        indices: chosen,
+        stopped_early,
+        kernel_passes: engine.passes,
+    })
+}

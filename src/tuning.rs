@@ -1,0 +1,87 @@
+//! Every tuning constant of the engine, with the measurement (or the reason) behind it.
+//!
+//! None of them changes a selection: sums are fixed by the data and by the SIMD level
+//! alone (bands and tiles never split a reduction between threads), so these only trade
+//! speed. Figures are medians at m = 4,000 on a 2-core AVX-512 machine unless they say
+//! otherwise; `examples/pass_speed` times one pass, `examples/profile_greedy` a fit.
+
+// --- SIMD kernels (src/simd) ---
+
+/// Independent partial sums of the portable and AVX2 dot products: enough for the compiler
+/// to vectorise the portable loop (no measurement recorded).
+pub(crate) const LANES: usize = 8;
+/// Elements ahead of a combination tile whose cache line it prefetches in every term: the
+/// tile reads one piece of each of its (often ~100) terms per step, too many streams for
+/// the hardware prefetcher (95 terms × 4,000 rows into 10 outputs, out of cache: 0.67 ms,
+/// against 1.7–2.0 ms without the prefetch and 0.83–0.85 ms streaming 4 terms at a time).
+pub(crate) const PREFETCH_AHEAD: usize = 256;
+/// Elements ahead of a wide symmetric tile's columns that each row is prefetched (2 KiB in
+/// `f64`), as for the combinations (no measurement of its own recorded).
+pub(crate) const WIDE_PREFETCH: usize = 256;
+
+// --- Passes over the kernel (src/passes) ---
+
+/// Rows of `K` per parallel task of a lane-wise pass: large enough to amortise scheduling,
+/// small enough to balance two threads on a shared machine (no measurement recorded).
+pub(crate) const ROWS_PER_TASK: usize = 32;
+/// Widest pass that reads only the upper triangle without AVX-512, by the narrow tiles of
+/// 4 rows: on the AVX2 level, 3 and 4 vectors split by class ran 1.2–1.46× faster than full
+/// rows (`f64` and `f32`), 5 and 6 at 0.9–1.05×; stage-3 hotelling selections 1.04–1.39×
+/// faster, stage-4 projection 1.11–1.14×, the same picks.
+pub(crate) const NARROW_SYMMETRIC_MAX: usize = 4;
+/// Widest pass that reads only the upper triangle: a tile of 4 rows × 6 right-hand sides
+/// keeps its dot products in 24 of AVX-512's 32 registers. Wider symmetric passes (blocks
+/// of 5–6 right-hand sides, or tiles of 2 rows × up to 12) ran at 0.6–0.95× full rows.
+pub(crate) const WIDE_SYMMETRIC_MAX: usize = 6;
+/// Smallest kernel whose narrow passes read only the upper triangle (no measurement
+/// recorded: a kernel this small is in L1, and fewer rows than bands would leave bands empty).
+pub(crate) const SYMMETRIC_MIN_ORDER: usize = 64;
+/// Bands of rows of a symmetric pass, fixed by `m` alone so that no sum depends on the
+/// number of threads; enough to balance two threads on a shared machine (the triangle they
+/// split took a one-vector pass split by class from ~4.3 to ~2.8 ms).
+pub(crate) const SYMMETRIC_BANDS: usize = 16;
+/// Right-hand sides per packed block, in SIMD vectors: three, the most a 4-row tile keeps
+/// in registers with its accumulators (all 16 of AVX2's); packed tiles of 3 rows × 12
+/// (`f64`) made a stage-10 pass ~1.3× faster (7.2 against 9.5 ms on 2 threads).
+pub(crate) const PACKED_VECTORS: usize = 3;
+/// Rows per parallel task of a packed pass: a multiple of every tile's rows (4, 6, 8 and
+/// 12), so that no row of a task is left to a one-row tile (no measurement recorded).
+pub(crate) const PACKED_ROWS_PER_TASK: usize = 24;
+/// Rows of a pass's outputs copied out at a time into one vector per output: a block
+/// (~40 KB with 20 outputs per row) stays in cache while it is read once per output (no
+/// measurement recorded).
+pub(crate) const BY_COLUMN_ROWS: usize = 256;
+/// Outputs per combination tile: with 2 SIMD vectors each, 10 accumulators; 1.2–1.45×
+/// faster than 4 terms at a time with the terms in cache (95–190 terms into 10 or 20
+/// outputs), a projection stage-10 fit ~1.09× faster.
+pub(crate) const COMBINE_OUTPUTS: usize = 5;
+
+// --- The selection (src/selection) ---
+
+/// Below this many multiply-adds the correction terms (sweeps over `U`, `V`) run on one
+/// thread: a hand-over to the pool costs more than such a sweep (no measurement recorded).
+pub(crate) const PARALLEL_WORK: usize = 1 << 16;
+/// Average run of equal labels from which a pass splits its columns by class: a split pass
+/// pays a little per run, and `GreedyKFDA.fit` orders its kernel by class (two runs; no
+/// measurement recorded).
+pub(crate) const MIN_CLASS_RUN: usize = 64;
+/// Rows per chunk of a combination of terms: the output chunk stays in L1 while the
+/// vectors stream (no measurement recorded).
+pub(crate) const COMBINE_CHUNK: usize = 1024;
+/// Candidates of the next schur pick multiplied with the last pick's `h` (products taken
+/// ahead): the best by the scores before `h` completes `d` was the next pick in 83 % of
+/// picks (95 % for the best 3) on 20-feature data, 70 % (76 %) on `make_moons` (m = 1,500,
+/// k = 120). One, in a two-vector pass, beat three in a four-vector one: 1.03–1.05× on
+/// AVX-512 and 1.30–1.39× at the AVX2 level, where a four-vector pass costs about two
+/// one-vector passes (`profile_greedy 4000 200 schur 1`: 237 against 211 passes).
+pub(crate) const SPECULATED_CANDIDATES: usize = 1;
+/// Most selections that share their passes (`select_many`): each hands one or two
+/// right-hand sides to a pass, and a pass streams each row of `K` from memory once for
+/// all of them (blocks of 12 right-hand sides in `f64`, 24 in `f32`, the later ones from
+/// cache); more threads would add little but hand-overs.
+pub(crate) const SHARED_SELECTIONS: usize = 12;
+/// Smallest kernel (bytes) whose selections share their passes: below, `K` stays in the
+/// caches, a pass takes ~0.1 ms and the hand-over between threads costs more than the reads
+/// it saves (three problems side by side at m = 1,000 in `f64`, 7.6 MiB: 0.87× the speed of
+/// one after the other; 1.09× at m = 1,500; at m = 150, 0.6×).
+pub(crate) const SHARED_FROM_BYTES: usize = 12 << 20;
