@@ -84,6 +84,36 @@ pub enum Kernel {
 }
 
 impl Kernel {
+    /// The kernels' names, as [`Kernel::from_name`] reads them and the Python package lists
+    /// them (`gkfda.KERNELS`).
+    pub const NAMES: [&'static str; 3] = ["rbf", "linear", "poly"];
+
+    /// The kernel called `name`, with those of the parameters it takes.
+    ///
+    /// ```
+    /// use gkfda::Kernel;
+    /// assert_eq!(Kernel::from_name("rbf", 0.5, 3, 1.0), Ok(Kernel::Rbf { gamma: 0.5 }));
+    /// assert!(Kernel::from_name("sigmoid", 0.5, 3, 1.0).is_err());
+    /// ```
+    pub fn from_name(name: &str, gamma: f64, degree: u32, coef0: f64) -> Result<Kernel> {
+        match name {
+            "rbf" => Ok(Kernel::Rbf { gamma }),
+            "linear" => Ok(Kernel::Linear),
+            "poly" => Ok(Kernel::Poly {
+                gamma,
+                degree,
+                coef0,
+            }),
+            other => Err(Error::invalid(
+                "kernel",
+                format!(
+                    "unknown name {other:?}; expected one of {}",
+                    Kernel::NAMES.join(", ")
+                ),
+            )),
+        }
+    }
+
     /// Checks the parameters once, before any work.
     pub fn validate(&self) -> Result<()> {
         match *self {

@@ -7,8 +7,8 @@ use crate::error::Error;
 use crate::kernel::{self, Kernel};
 use crate::real::Real;
 use crate::selection;
-use crate::simd as cpu;
-use crate::GreedyParams;
+use crate::simd;
+use crate::{Criterion, Deflation, GreedyParams};
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::{PyKeyboardInterrupt, PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -88,23 +88,8 @@ fn kernel_call<T: Send>(
     interruptible(py, work)
 }
 
-/// The names of the core's kernels, as `parse_kernel` reads them.
-const KERNEL_NAMES: [&str; 3] = ["rbf", "linear", "poly"];
-
 fn parse_kernel(name: &str, gamma: f64, degree: u32, coef0: f64) -> PyResult<Kernel> {
-    match name {
-        "rbf" => Ok(Kernel::Rbf { gamma }),
-        "linear" => Ok(Kernel::Linear),
-        "poly" => Ok(Kernel::Poly {
-            gamma,
-            degree,
-            coef0,
-        }),
-        other => Err(PyValueError::new_err(format!(
-            "kernel: unknown name {other:?}; expected one of {}",
-            KERNEL_NAMES.join(", ")
-        ))),
-    }
+    Ok(Kernel::from_name(name, gamma, degree, coef0)?)
 }
 
 fn kernel_typed<'py, F: Real + numpy::Element>(
@@ -121,7 +106,7 @@ fn kernel_typed<'py, F: Real + numpy::Element>(
         // passes that stream it take far fewer TLB misses, first touched by the threads
         // that compute them rather than by a zeroing pass on one thread. Later fits in a
         // process are 1.08–1.11× faster than on a `Vec` of 4 KiB pages, the first one the
-        // same (docs/performance-history.md, eleventh session).
+        // same.
         let m = x_view.nrows();
         let dtype = numpy::dtype::<F>(py);
         let gram = py
@@ -260,7 +245,7 @@ fn select_typed<'py, F: Real + numpy::Element>(
         [(positive, params)] if !many => Ok(vec![selection::select_with_stop(
             view, positive, params, stop,
         )?]),
-        _ => selection::select_many_with_stop(view, problems, stop).map_err(named_for_many),
+        _ => selection::select_many_with_stop(view, problems, stop),
     })?;
     Ok(selections
         .into_iter()
@@ -285,22 +270,6 @@ fn select_any<'py>(
     Err(PyTypeError::new_err(
         "K: must be a 2-D float32 or float64 NumPy array",
     ))
-}
-
-/// An error of the core's `select_many` with the arguments named as `greedy_select_many`
-/// takes them: one problem's labels are a row of `positives`, its order of `random_orders`.
-fn named_for_many(error: Error) -> Error {
-    match error {
-        Error::InvalidArgument { argument, message } => Error::InvalidArgument {
-            argument: match argument {
-                "y" => "positives",
-                "random_order" => "random_orders",
-                other => other,
-            },
-            message,
-        },
-        other => other,
-    }
 }
 
 /// A priority order from NumPy's int64 indices (`argument` names them in errors).
@@ -346,16 +315,17 @@ fn params_of(
 
 /// Greedy basis selection over a precomputed symmetric kernel (borrowed, not copied).
 ///
-/// Returns `(indices, stopped_early, kernel_passes)`. When the classes of `positive` come in
+/// `y` is True for the positive class. Returns `(indices, stopped_early, kernel_passes)`.
+/// When the classes of `y` come in
 /// long runs (as `GreedyKFDA.fit` orders them), each pass splits the kernel's rows by class
 /// and does half the multiply-adds.
 #[pyfunction]
-#[pyo3(signature = (kernel, positive, k, *, criterion="optimal", deflation="schur", stages=1, random_order=None, seed=0, tol=None, n_threads=1))]
+#[pyo3(signature = (kernel, y, k, *, criterion="optimal", deflation="schur", stages=1, random_order=None, seed=0, tol=None, n_threads=1))]
 #[allow(clippy::too_many_arguments)]
 fn greedy_select<'py>(
     py: Python<'py>,
     kernel: &Bound<'py, PyAny>,
-    positive: &Bound<'py, PyAny>,
+    y: &Bound<'py, PyAny>,
     k: i64,
     criterion: &str,
     deflation: &str,
@@ -365,9 +335,9 @@ fn greedy_select<'py>(
     tol: Option<f64>,
     n_threads: i64,
 ) -> PyResult<SelectionTuple<'py>> {
-    let positive: PyReadonlyArray1<'py, bool> = positive
+    let y: PyReadonlyArray1<'py, bool> = y
         .extract()
-        .map_err(|_| PyTypeError::new_err("positive: must be a 1-D boolean NumPy array"))?;
+        .map_err(|_| PyTypeError::new_err("y: must be a 1-D boolean NumPy array"))?;
     let random_order = random_order
         .map(|order| order_of(order.as_array().iter(), "random_order"))
         .transpose()?;
@@ -381,46 +351,47 @@ fn greedy_select<'py>(
         tol,
         n_threads,
     )?;
-    let positive = positive
+    let y = y
         .as_slice()
-        .map_err(|_| PyValueError::new_err("positive: must be contiguous"))?;
-    let mut selections = select_any(py, kernel, &[(positive, params)], false)?;
+        .map_err(|_| PyValueError::new_err("y: must be contiguous"))?;
+    let mut selections = select_any(py, kernel, &[(y, params)], false)?;
     Ok(selections.remove(0))
 }
 
-/// [`greedy_select`] for the one-vs-rest problems `positives[c]` (rows of a 2-D boolean
-/// array) over one kernel: the schur family's selections run side by side and share each
-/// pass over the kernel. `random_orders[c]` is problem `c`'s priority order.
+/// [`greedy_select`] for the one-vs-rest problems `y[c]` (the rows of a 2-D boolean
+/// array, as the core names the labels in its errors) over one kernel: the schur family's
+/// selections run side by side and share each pass over the kernel. `random_order[c]` is
+/// problem `c`'s priority order.
 ///
 /// Returns one `(indices, stopped_early, kernel_passes)` per problem.
 #[pyfunction]
-#[pyo3(signature = (kernel, positives, k, *, criterion="optimal", deflation="schur", stages=1, random_orders=None, seed=0, tol=None, n_threads=1))]
+#[pyo3(signature = (kernel, y, k, *, criterion="optimal", deflation="schur", stages=1, random_order=None, seed=0, tol=None, n_threads=1))]
 #[allow(clippy::too_many_arguments)]
 fn greedy_select_many<'py>(
     py: Python<'py>,
     kernel: &Bound<'py, PyAny>,
-    positives: &Bound<'py, PyAny>,
+    y: &Bound<'py, PyAny>,
     k: i64,
     criterion: &str,
     deflation: &str,
     stages: i64,
-    random_orders: Option<PyReadonlyArray2<'py, i64>>,
+    random_order: Option<PyReadonlyArray2<'py, i64>>,
     seed: u64,
     tol: Option<f64>,
     n_threads: i64,
 ) -> PyResult<Vec<SelectionTuple<'py>>> {
-    let positives: PyReadonlyArray2<'py, bool> = positives
+    let y: PyReadonlyArray2<'py, bool> = y
         .extract()
-        .map_err(|_| PyTypeError::new_err("positives: must be a 2-D boolean NumPy array"))?;
-    let positives = positives.as_array();
-    let orders = match &random_orders {
+        .map_err(|_| PyTypeError::new_err("y: must be a 2-D boolean NumPy array"))?;
+    let y = y.as_array();
+    let orders = match &random_order {
         None => None,
         Some(orders) => {
             let orders = orders.as_array();
-            if orders.nrows() != positives.nrows() {
+            if orders.nrows() != y.nrows() {
                 return Err(PyValueError::new_err(format!(
-                    "random_orders: needs one row per problem ({}), got {}",
-                    positives.nrows(),
+                    "random_order: needs one row per problem ({}), got {}",
+                    y.nrows(),
                     orders.nrows()
                 )));
             }
@@ -428,16 +399,12 @@ fn greedy_select_many<'py>(
                 orders
                     .rows()
                     .into_iter()
-                    .map(|row| order_of(row, "random_orders"))
+                    .map(|row| order_of(row, "random_order"))
                     .collect::<PyResult<Vec<_>>>()?,
             )
         }
     };
-    let labels: Vec<Vec<bool>> = positives
-        .rows()
-        .into_iter()
-        .map(|row| row.to_vec())
-        .collect();
+    let labels: Vec<Vec<bool>> = y.rows().into_iter().map(|row| row.to_vec()).collect();
     let mut problems = Vec::with_capacity(labels.len());
     for (c, positive) in labels.iter().enumerate() {
         let order = orders.as_ref().map(|orders| orders[c].clone());
@@ -465,14 +432,14 @@ fn default_tol(dtype: &str) -> PyResult<f64> {
 /// capped by the environment variable `GKFDA_SIMD` as read when the module was imported.
 #[pyfunction]
 fn simd_level() -> &'static str {
-    cpu::simd_level().name()
+    simd::simd_level().name()
 }
 
 /// The levels' names, from the lowest, and the environment variable that caps them.
 #[pyfunction]
 fn simd_levels() -> (Vec<&'static str>, &'static str) {
-    let names = cpu::SimdLevel::ALL.iter().map(|level| level.name());
-    (names.collect(), cpu::SIMD_VARIABLE)
+    let names = simd::SimdLevel::ALL.iter().map(|level| level.name());
+    (names.collect(), simd::SIMD_VARIABLE)
 }
 
 /// The names of the core's criteria, deflations and kernels, in their tables' order: the
@@ -482,9 +449,9 @@ fn parameter_names() -> [(&'static str, Vec<&'static str>); 3] {
         all.iter().map(|(_, name)| *name).collect()
     }
     [
-        ("CRITERIA", names(&greedy::Criterion::ALL)),
-        ("DEFLATIONS", names(&greedy::Deflation::ALL)),
-        ("KERNELS", KERNEL_NAMES.to_vec()),
+        ("CRITERIA", names(&Criterion::ALL)),
+        ("DEFLATIONS", names(&Deflation::ALL)),
+        ("KERNELS", Kernel::NAMES.to_vec()),
     ]
 }
 
@@ -492,7 +459,7 @@ fn parameter_names() -> [(&'static str, Vec<&'static str>); 3] {
 fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     // The level is fixed here, at import, in the importing thread: `GKFDA_SIMD` is read
     // before any thread of the package runs (and before a later `putenv` could race it).
-    cpu::simd_level();
+    simd::simd_level();
     for (attribute, names) in parameter_names() {
         module.add(attribute, pyo3::types::PyTuple::new(module.py(), names)?)?;
     }

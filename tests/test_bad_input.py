@@ -447,7 +447,7 @@ def test_core_greedy_select_refuses_nan_kernel_zero_threads_and_stray_order(sele
         _core.greedy_select(K, positive, 3, n_threads=0)
     with pytest.raises(ValueError, match="^random_order:"):
         _core.greedy_select(K, positive, 3, random_order=np.arange(len(positive), dtype=np.int64))
-    with pytest.raises(TypeError, match="^positive:"):
+    with pytest.raises(TypeError, match="^y:"):
         _core.greedy_select(K, positive.astype(np.int64), 3)
 
 
@@ -492,29 +492,29 @@ def test_core_greedy_select_many_bad_input(selection_input):
     K, positive = selection_input
     positives = np.stack([positive, ~positive, np.arange(len(positive)) % 3 == 0])
     assert len(_core.greedy_select_many(K, positives, 3)) == 3
-    with pytest.raises(TypeError, match=r"^positives: must be a 2-D boolean"):
+    with pytest.raises(TypeError, match=r"^y: must be a 2-D boolean"):
         _core.greedy_select_many(K, positive, 3)
-    with pytest.raises(TypeError, match=r"^positives: must be a 2-D boolean"):
+    with pytest.raises(TypeError, match=r"^y: must be a 2-D boolean"):
         _core.greedy_select_many(K, positives.astype(np.int64), 3)
-    with pytest.raises(ValueError, match=r"^positives: problem 0: has 10 labels but the kernel has 20 rows"):
+    with pytest.raises(ValueError, match=r"^y: problem 0: has 10 labels but the kernel has 20 rows"):
         _core.greedy_select_many(K, np.ascontiguousarray(positives[:, :10]), 3)
-    with pytest.raises(ValueError, match=r"^positives: problem 1: needs samples of both classes"):
+    with pytest.raises(ValueError, match=r"^y: problem 1: needs samples of both classes"):
         _core.greedy_select_many(K, np.stack([positive, np.ones(20, dtype=bool)]), 3)
     with pytest.raises(ValueError, match=r"^k: must be between 1 and 20"):
         _core.greedy_select_many(K, positives, 21)
-    with pytest.raises(ValueError, match=r"^random_orders: needs one row per problem \(3\), got 2"):
+    with pytest.raises(ValueError, match=r"^random_order: needs one row per problem \(3\), got 2"):
         orders = np.tile(np.arange(20, dtype=np.int64), (2, 1))
-        _core.greedy_select_many(K, positives, 3, criterion="random", random_orders=orders)
-    with pytest.raises(ValueError, match=r"^random_orders: problem 2: must be a permutation"):
+        _core.greedy_select_many(K, positives, 3, criterion="random", random_order=orders)
+    with pytest.raises(ValueError, match=r"^random_order: problem 2: must be a permutation"):
         orders = np.tile(np.arange(20, dtype=np.int64), (3, 1))
         orders[2, 0] = 1
-        _core.greedy_select_many(K, positives, 3, criterion="random", random_orders=orders)
-    with pytest.raises(ValueError, match=r"^random_orders: indices must be non-negative"):
+        _core.greedy_select_many(K, positives, 3, criterion="random", random_order=orders)
+    with pytest.raises(ValueError, match=r"^random_order: indices must be non-negative"):
         orders = -np.ones((3, 20), dtype=np.int64)
-        _core.greedy_select_many(K, positives, 3, criterion="random", random_orders=orders)
-    with pytest.raises(ValueError, match=r"^random_orders: problem 0: is only used by the random criterion"):
+        _core.greedy_select_many(K, positives, 3, criterion="random", random_order=orders)
+    with pytest.raises(ValueError, match=r"^random_order: problem 0: is only used by the random criterion"):
         orders = np.tile(np.arange(20, dtype=np.int64), (3, 1))
-        _core.greedy_select_many(K, positives, 3, random_orders=orders)
+        _core.greedy_select_many(K, positives, 3, random_order=orders)
     with pytest.raises(ValueError, match=r"^deflation: unknown name"):
         _core.greedy_select_many(K, positives, 3, deflation="qr")
     with pytest.raises(TypeError, match=r"^K: must be a 2-D float32 or float64"):

@@ -30,7 +30,7 @@ def kernel_matrix(
 
 def greedy_select(
     kernel: npt.NDArray[np.floating],
-    positive: npt.NDArray[np.bool_],
+    y: npt.NDArray[np.bool_],
     k: int,
     *,
     criterion: str = "optimal",
@@ -43,25 +43,25 @@ def greedy_select(
 ) -> Tuple[npt.NDArray[np.int64], bool, int]:
     """Greedy basis selection over a symmetric kernel, borrowed without a copy.
 
-    Returns ``(indices, stopped_early, kernel_passes)``. When the classes of ``positive``
+    Returns ``(indices, stopped_early, kernel_passes)``. ``y`` is True for the positive class. When the classes of ``y``
     come in long runs (as ``GreedyKFDA.fit`` orders them), each pass splits the kernel's
     rows by class and does half the multiply-adds.
     """
 
 def greedy_select_many(
     kernel: npt.NDArray[np.floating],
-    positives: npt.NDArray[np.bool_],
+    y: npt.NDArray[np.bool_],
     k: int,
     *,
     criterion: str = "optimal",
     deflation: str = "schur",
     stages: int = 1,
-    random_orders: Optional[npt.NDArray[np.int64]] = None,
+    random_order: Optional[npt.NDArray[np.int64]] = None,
     seed: int = 0,
     tol: Optional[float] = None,
     n_threads: int = 1,
 ) -> List[Tuple[npt.NDArray[np.int64], bool, int]]:
-    """``greedy_select`` for the problems ``positives[c]`` (rows of a 2-D boolean array)
+    """``greedy_select`` for the problems ``y[c]`` (rows of a 2-D boolean array)
     over one kernel, e.g. the one-vs-rest problems of a multiclass fit.
 
     Over a kernel of 12 MiB or more, the selections whose picks read ``K`` one at a time
@@ -70,7 +70,7 @@ def greedy_select_many(
     (below that size, and for wider stages, each runs alone, as ``greedy_select``).
     Shared passes read all of ``K`` in one order, so a problem's selection does not depend
     on the others; it can differ from ``greedy_select``'s (which reads half of ``K``) in the
-    last bits of its sums, and so on close calls. ``random_orders[c]`` is problem ``c``'s priority order. Returns one
+    last bits of its sums, and so on close calls. ``random_order[c]`` is problem ``c``'s priority order. Returns one
     ``(indices, stopped_early, kernel_passes)`` per problem.
     """
 

@@ -358,7 +358,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
                 (positive,) = targets
                 order = None if orders is None else orders[0]
                 return [_core.greedy_select(K, np.ascontiguousarray(positive), k, random_order=order, **options)]
-            return _core.greedy_select_many(K, np.stack(targets), k, random_orders=orders, **options)
+            return _core.greedy_select_many(K, np.stack(targets), k, random_order=orders, **options)
         except ValueError as error:
             if str(error).startswith("K:"):  # the kernel is built from X (or is X)
                 raise ValueError(f"X: its kernel {str(error)[3:]}; scale the features") from error
