@@ -7,6 +7,7 @@
 
 use crate::error::{try_zeroed, Error, Result};
 use crate::real::Real;
+use crate::tuning::KERNEL_BLOCK_ROWS;
 use faer::linalg::matmul::matmul;
 use faer::traits::ComplexField;
 use faer::{Accum, MatMut, MatRef, Par};
@@ -68,9 +69,6 @@ fn gemm<F: Real>(mut dst: ArrayViewMut2<F>, lhs: ArrayView2<F>, rhs: ArrayView2<
         general_mat_mul(F::one(), &lhs, &rhs, F::zero(), &mut dst);
     }
 }
-
-/// Rows per block: one block's GEMM output stays in cache while it is mapped.
-const BLOCK: usize = 64;
 
 /// A positive semi-definite kernel function.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -187,7 +185,7 @@ fn allocate<F: Real>(rows: usize, cols: usize) -> Result<Array2<F>> {
     Ok(Array2::from_shape_vec((rows, cols), buffer).expect("length matches shape"))
 }
 
-/// Runs `work(block_index, rows)` over blocks of `BLOCK` rows of `out`, in parallel when
+/// Runs `work(block_index, rows)` over blocks of `KERNEL_BLOCK_ROWS` rows of `out`, in parallel when
 /// there is more than one block and more than one thread. Small jobs run on the calling
 /// thread: starting a thread pool would cost more than the work. Each block first looks
 /// at `stop`; once it is raised the blocks left are skipped and the call gives up with
@@ -203,13 +201,16 @@ fn for_each_row_block<T: Send + Sync>(
             work(b, block);
         }
     };
-    if n_threads <= 1 || out.nrows() <= BLOCK {
-        for (b, block) in out.axis_chunks_iter_mut(Axis(0), BLOCK).enumerate() {
+    if n_threads <= 1 || out.nrows() <= KERNEL_BLOCK_ROWS {
+        for (b, block) in out
+            .axis_chunks_iter_mut(Axis(0), KERNEL_BLOCK_ROWS)
+            .enumerate()
+        {
             work(b, block);
         }
     } else {
         crate::pool::shared(n_threads)?.install(|| {
-            out.axis_chunks_iter_mut(Axis(0), BLOCK)
+            out.axis_chunks_iter_mut(Axis(0), KERNEL_BLOCK_ROWS)
                 .into_par_iter()
                 .enumerate()
                 .for_each(|(b, block)| work(b, block));
@@ -254,7 +255,7 @@ pub fn cross_with_stop<F: Real>(
     let mut out = allocate::<F>(x.nrows(), z.nrows())?;
     let (norms_x, norms_z) = (squared_norms(x), squared_norms(z));
     let work = |b: usize, mut block: ArrayViewMut2<F>| {
-        let rows = b * BLOCK..b * BLOCK + block.nrows();
+        let rows = b * KERNEL_BLOCK_ROWS..b * KERNEL_BLOCK_ROWS + block.nrows();
         // ndarray's GEMM here, not faer's: a row's values must not depend on the rows
         // computed with it (faer takes another kernel for one row than for a block), so
         // that a prediction is the same alone or in a batch.
@@ -328,7 +329,7 @@ pub fn expansion_with_stop<F: Real>(
     let norms_basis = squared_norms(basis);
     let bias_row = ndarray::ArrayView1::from(bias);
     let work = |b: usize, mut out_block: ArrayViewMut2<f64>| {
-        let rows = b * BLOCK..b * BLOCK + out_block.nrows();
+        let rows = b * KERNEL_BLOCK_ROWS..b * KERNEL_BLOCK_ROWS + out_block.nrows();
         let x_block = x.slice(s![rows, ..]);
         let mut values = Array2::<F>::zeros((x_block.nrows(), k));
         // ndarray's GEMMs, as in `cross_with_stop`: batch-invariant predictions.
@@ -402,14 +403,14 @@ pub fn gram_into_with_stop<F: Real>(
     let pool = crate::pool::shared(n_threads)?;
     pool.install(|| {
         // Upper block triangle: block row b covers columns from its own diagonal on.
-        out.axis_chunks_iter_mut(Axis(0), BLOCK)
+        out.axis_chunks_iter_mut(Axis(0), KERNEL_BLOCK_ROWS)
             .into_par_iter()
             .enumerate()
             .for_each(|(b, mut block)| {
                 if stop.load(Ordering::Relaxed) {
                     return;
                 }
-                let start = b * BLOCK;
+                let start = b * KERNEL_BLOCK_ROWS;
                 let rows = start..start + block.nrows();
                 let mut upper = block.slice_mut(s![.., start..]);
                 gemm(
@@ -427,22 +428,24 @@ pub fn gram_into_with_stop<F: Real>(
         // Lower part: K[i, j] = K[j, i] for j < i, tile by tile for cache locality.
         let buffer = SharedBuffer(out.as_mut_ptr());
         let buffer = &buffer;
-        (0..m.div_ceil(BLOCK)).into_par_iter().for_each(|bi| {
-            if stop.load(Ordering::Relaxed) {
-                return;
-            }
-            let rows = bi * BLOCK..((bi + 1) * BLOCK).min(m);
-            for bj in 0..=bi {
-                let cols = bj * BLOCK..((bj + 1) * BLOCK).min(m);
-                for i in rows.clone() {
-                    for j in cols.clone().take_while(|&j| j < i) {
-                        // SAFETY: writes (i, j) with j < i, only from the task owning row
-                        // i; reads (j, i) with j < i, an upper entry nobody writes now.
-                        unsafe { *buffer.0.add(i * m + j) = *buffer.0.add(j * m + i) };
+        (0..m.div_ceil(KERNEL_BLOCK_ROWS))
+            .into_par_iter()
+            .for_each(|bi| {
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                let rows = bi * KERNEL_BLOCK_ROWS..((bi + 1) * KERNEL_BLOCK_ROWS).min(m);
+                for bj in 0..=bi {
+                    let cols = bj * KERNEL_BLOCK_ROWS..((bj + 1) * KERNEL_BLOCK_ROWS).min(m);
+                    for i in rows.clone() {
+                        for j in cols.clone().take_while(|&j| j < i) {
+                            // SAFETY: writes (i, j) with j < i, only from the task owning row
+                            // i; reads (j, i) with j < i, an upper entry nobody writes now.
+                            unsafe { *buffer.0.add(i * m + j) = *buffer.0.add(j * m + i) };
+                        }
                     }
                 }
-            }
-        });
+            });
     });
     if stop.load(Ordering::Relaxed) {
         return Err(Error::Interrupted);
