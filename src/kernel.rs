@@ -125,10 +125,35 @@ impl Kernel {
                 ))
             }
             Kernel::Poly { degree: 0, .. } => Err(Error::invalid("degree", "must be at least 1")),
+            // The power is taken by `powi`, whose exponent is an i32.
+            Kernel::Poly { degree, .. } if degree > i32::MAX as u32 => Err(Error::invalid(
+                "degree",
+                format!("must be at most {}, got {degree}", i32::MAX),
+            )),
             Kernel::Poly { coef0, .. } if !coef0.is_finite() => Err(Error::invalid(
                 "coef0",
                 format!("must be finite, got {coef0}"),
             )),
+            _ => Ok(()),
+        }
+    }
+
+    /// [`Kernel::validate`], and a `gamma` that `F` can hold: a float32 `gamma` beyond
+    /// `f32::MAX` would be infinite, and `∞ · 0` a NaN kernel value at distance 0.
+    fn validate_for<F: Real>(&self) -> Result<()> {
+        self.validate()?;
+        match *self {
+            Kernel::Rbf { gamma } | Kernel::Poly { gamma, .. }
+                if gamma > F::max_value().as_f64() =>
+            {
+                Err(Error::invalid(
+                    "gamma",
+                    format!(
+                        "{gamma} is beyond the range of {}; use float64",
+                        std::any::type_name::<F>()
+                    ),
+                ))
+            }
             _ => Ok(()),
         }
     }
@@ -241,7 +266,7 @@ pub fn cross_with_stop<F: Real>(
     n_threads: usize,
     stop: &AtomicBool,
 ) -> Result<Array2<F>> {
-    kernel.validate()?;
+    kernel.validate_for::<F>()?;
     if x.ncols() != z.ncols() {
         return Err(Error::invalid(
             "X",
@@ -301,7 +326,7 @@ pub fn expansion_with_stop<F: Real>(
     n_threads: usize,
     stop: &AtomicBool,
 ) -> Result<Array2<f64>> {
-    kernel.validate()?;
+    kernel.validate_for::<F>()?;
     if x.ncols() != basis.ncols() {
         return Err(Error::invalid(
             "X",
@@ -349,6 +374,18 @@ pub fn expansion_with_stop<F: Real>(
         general_mat_mul(1.0, values_f64, &weights, 1.0, &mut out_block);
     };
     for_each_row_block(&mut out, n_threads, stop, work)?;
+    // Finite points whose kernel values overflow `F` (a polynomial of large features, the
+    // norms of an RBF in float32) give infinite or NaN sums: refused, not returned. One
+    // look at each of the n·C outputs, nothing beside a row's k kernel values.
+    if !out.iter().all(|value| value.is_finite()) {
+        return Err(Error::invalid(
+            "X",
+            format!(
+                "its kernel values with the model's bases overflow {}; scale the features",
+                std::any::type_name::<F>()
+            ),
+        ));
+    }
     Ok(out)
 }
 
@@ -388,7 +425,7 @@ pub fn gram_into_with_stop<F: Real>(
     mut out: ArrayViewMut2<F>,
     stop: &AtomicBool,
 ) -> Result<()> {
-    kernel.validate()?;
+    kernel.validate_for::<F>()?;
     let m = x.nrows();
     if out.dim() != (m, m) || !out.is_standard_layout() {
         return Err(Error::invalid(
@@ -646,6 +683,66 @@ mod tests {
                     .all(|e| e.abs() < 1e-4));
             }
         }
+    }
+
+    #[test]
+    fn out_of_range_parameters_are_refused_before_any_work() {
+        let x = points(5, 3, 1);
+        let poly = Kernel::Poly {
+            gamma: 1.0,
+            degree: u32::MAX,
+            coef0: 1.0,
+        };
+        let error = gram(x.view(), &poly, 1).unwrap_err();
+        assert!(matches!(
+            error,
+            Error::InvalidArgument {
+                argument: "degree",
+                ..
+            }
+        ));
+        // A gamma float32 cannot hold is refused in float32 and fine in float64.
+        let wide = Kernel::Rbf { gamma: 1e39 };
+        let error = gram(x.mapv(|v| v as f32).view(), &wide, 1).unwrap_err();
+        assert!(matches!(
+            error,
+            Error::InvalidArgument {
+                argument: "gamma",
+                ..
+            }
+        ));
+        assert!(gram(x.view(), &wide, 1)
+            .unwrap()
+            .iter()
+            .all(|v| v.is_finite()));
+    }
+
+    #[test]
+    fn expansions_that_overflow_are_refused_not_returned_as_nan() {
+        let basis = points(4, 3, 2);
+        let weights = points(4, 1, 3);
+        let poly = Kernel::Poly {
+            gamma: 1.0,
+            degree: 3,
+            coef0: 1.0,
+        };
+        let huge = points(2, 3, 4).mapv(|v| v * 1e200);
+        let error = expansion(huge.view(), basis.view(), weights.view(), &[0.0], &poly, 1);
+        assert!(matches!(
+            error,
+            Err(Error::InvalidArgument { argument: "X", .. })
+        ));
+        // In float32, ‖x‖² and x·b overflow to ∞ and their difference is NaN.
+        let rbf = Kernel::Rbf { gamma: 1.0 };
+        let far = Array2::from_elem((2, 3), 1e38_f32);
+        let basis32 = Array2::from_elem((4, 3), 3.0_f32);
+        let error = expansion(far.view(), basis32.view(), weights.view(), &[0.0], &rbf, 1);
+        assert!(matches!(
+            error,
+            Err(Error::InvalidArgument { argument: "X", .. })
+        ));
+        let near = points(2, 3, 4);
+        assert!(expansion(near.view(), basis.view(), weights.view(), &[0.0], &poly, 1).is_ok());
     }
 
     #[test]

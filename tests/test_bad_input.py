@@ -375,6 +375,8 @@ def test_random_finite_input_fits_or_raises_value_error(X, data, k, kernel, defl
     model = GreedyKFDA(k=k, kernel=kernel, deflation=deflation, dtype=dtype, reg=reg, n_jobs=1)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a numerical warning would be a defect too
+        # Announced, not a defect: a kernel nearly constant over tiny data explains nothing.
+        warnings.filterwarnings("ignore", "the selection chose no basis", UserWarning)
         try:
             model.fit(X, y)
         except ValueError as error:
@@ -585,3 +587,56 @@ def test_refusal_of_a_precomputed_kernel_counts_only_a_copy(monkeypatch):
     # Converted to float32: the copy is counted too.
     with pytest.raises(MemoryError, match=r"the 600×600 float32 kernel matrix"):
         GreedyKFDA(k=k, kernel="precomputed", dtype="float32").fit(K, y)
+
+
+# Out-of-range values, overflow at prediction and empty models: each refused with the
+# argument named, or announced, rather than cast, wrapped or answered with NaN.
+
+
+@pytest.mark.parametrize(
+    ("params", "name"),
+    [
+        ({"stages": 2**63}, "stages"),
+        ({"k": 2**63}, "k"),
+        ({"n_jobs": 2**70}, "n_jobs"),
+        ({"n_jobs": -(2**70)}, "n_jobs"),
+        ({"kernel": "poly", "degree": 2**32}, "degree"),
+        ({"kernel": "poly", "degree": 2**32 - 1}, "degree"),
+        ({"kernel": "poly", "degree": 2**31}, "degree"),
+    ],
+)
+def test_integers_beyond_the_core_types_name_the_argument(data, params, name):
+    X, y = data
+    with pytest.raises(ValueError, match=f"'{name}' parameter of GreedyKFDA"):
+        GreedyKFDA(k=5, **params).fit(X, y) if "k" not in params else GreedyKFDA(**params).fit(X, y)
+
+
+def test_float32_gamma_beyond_its_range_is_refused(data):
+    X, y = data
+    with pytest.raises(ValueError, match="^gamma: .*beyond the range of f32"):
+        GreedyKFDA(k=5, gamma=1e39, dtype="float32").fit(X, y)
+    model = GreedyKFDA(k=5, gamma=1e39).fit(X, y)  # float64 holds it
+    assert np.isfinite(model.predict_proba(X)).all()
+
+
+@pytest.mark.parametrize("method", ["decision_function", "predict", "predict_proba"])
+def test_prediction_that_overflows_is_refused_not_nan(data, method):
+    X, y = data
+    model = GreedyKFDA(k=5, kernel="poly", gamma=1.0, degree=3).fit(X, y)
+    with pytest.raises(ValueError, match="^X: its kernel values .* overflow f64"):
+        getattr(model, method)(X[:3] * 1e200)
+
+
+def test_a_model_that_selected_nothing_warns(data):
+    X, y = data
+    with pytest.warns(UserWarning, match="chose no basis"):
+        model = GreedyKFDA(k=5).fit(X * 1e-160, y)
+    assert model.k_ == 0
+
+
+def test_error_path_checks_y(data):
+    X, y = data
+    model = GreedyKFDA(k=5).fit(X, y)
+    with pytest.raises(ValueError, match=rf"^y: has 1 labels but X has {len(X)} samples"):
+        model.error_path(X, y[:1], ks=[5])
+    assert model.error_path(X, y, ks=[5]).shape == (1,)

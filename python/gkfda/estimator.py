@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import re
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -12,7 +13,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, _fit_
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, Options, StrOptions, validate_parameter_constraints
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from . import _core
 from ._core import CRITERIA, DEFLATIONS, KERNELS
@@ -29,8 +30,16 @@ class _Number(Interval):
         return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
 
 
-def _count(minimum=1, maximum=None):
-    return _Number(Integral, minimum, maximum, closed="both" if maximum is not None else "left")
+# The largest count the core takes (an int64 at the binding), and the largest degree (the
+# exponent of a power in the core is an int32): bounds checked here, before any cast.
+_LARGEST_COUNT = np.iinfo(np.int64).max
+_LARGEST_DEGREE = np.iinfo(np.int32).max
+# Threads: far more than any machine has, far less than overflows the thread count.
+_LARGEST_THREADS = 2**20
+
+
+def _count(minimum=1, maximum=_LARGEST_COUNT):
+    return _Number(Integral, minimum, maximum, closed="both")
 
 
 class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
@@ -122,7 +131,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         "stages": [_count()],
         "kernel": [StrOptions({*KERNELS, "precomputed"}), callable],
         "gamma": [_Number(Real, 0, np.inf, closed="neither"), None],
-        "degree": [_count()],
+        "degree": [_count(1, _LARGEST_DEGREE)],
         "coef0": [_Number(Real, -np.inf, np.inf, closed="neither")],
         "reg": [_Number(Real, 0, np.inf, closed="left")],
         "dtype": [
@@ -131,7 +140,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
             Options(np.dtype, {np.dtype(name) for name in DTYPES}),
         ],
         # Any non-zero integer: negative counts back from the number of cores (joblib's way).
-        "n_jobs": [_Number(Integral, None, -1, closed="right"), _count(), None],
+        "n_jobs": [_Number(Integral, -_LARGEST_THREADS, -1, closed="both"), _count(1, _LARGEST_THREADS), None],
         "random_state": ["random_state"],
     }
 
@@ -325,6 +334,14 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
             )
             for positive, (support, stopped_early, passes) in zip(targets, selections)
         ]
+        if any(len(support) == 0 for support, _, _ in selections):
+            warnings.warn(
+                "the selection chose no basis: every column of the kernel is numerically "
+                "explained (a kernel nearly constant over the data); the model predicts one "
+                "class for every point. Use a larger gamma or scale the features.",
+                UserWarning,
+                stacklevel=2,
+            )
         self._fitted_k = k
         union = np.unique(np.concatenate([model.support for model in self._models]))
         # Keep only the training points the models need, indexed by training index.
@@ -568,6 +585,9 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         True
         """
         path = self.decision_path(X, ks)
+        y = column_or_1d(y, warn=True)
+        if len(y) != path.shape[1]:
+            raise ValueError(f"y: has {len(y)} labels but X has {path.shape[1]} samples")
         if path.ndim == 2:
             predictions = self.classes_[(path > 0).astype(int)]
         else:
