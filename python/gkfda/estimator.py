@@ -282,7 +282,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
             12 MiB or more (float64: from ~1,250 samples) the one-vs-rest selections whose
             picks read the kernel one at a time (schur family; the others at
             ``stages=1``) run side by side and share each pass over the kernel: at 4,000
-            samples, 5 classes fit ~2× faster than one after the other.
+            samples, a 5-class fit is ~1.1× faster than one after the other.
 
         Returns
         -------
