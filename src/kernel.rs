@@ -12,7 +12,7 @@ use faer::linalg::matmul::matmul;
 use faer::traits::ComplexField;
 use faer::{Accum, MatMut, MatRef, Par};
 use ndarray::linalg::general_mat_mul;
-use ndarray::{s, Array2, ArrayView2, ArrayViewMut2, Axis};
+use ndarray::{s, Array2, ArrayView2, ArrayViewMut2, Axis, CowArray, Ix2};
 use rayon::prelude::*;
 use std::any::TypeId;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -201,6 +201,43 @@ fn squared_norms<F: Real>(x: ArrayView2<F>) -> Vec<F> {
     x.rows().into_iter().map(|r| r.dot(&r)).collect()
 }
 
+/// `x` as the kernel blocks should see it: moved by `-centre` for a float32 RBF, as it is
+/// otherwise. The RBF depends only on `x − z`, and `‖x‖² + ‖z‖² − 2x·z` cancels every
+/// digit in float32 far from the origin (kernel errors of 0.3 at an offset of 1e3), so both
+/// sets move by the same centre, computed in float64. The centre is the mean of the set
+/// the model holds (the training points, the bases), never of the points being predicted,
+/// so that a prediction does not depend on its batch. float64 is left as it is: it cancels
+/// only ~1e8 times farther out.
+fn for_blocks<'a, F: Real>(
+    x: ArrayView2<'a, F>,
+    kernel: &Kernel,
+    centre: Option<&[f64]>,
+) -> CowArray<'a, F, Ix2> {
+    match centre {
+        Some(centre) if matches!(kernel, Kernel::Rbf { .. }) => {
+            CowArray::from(Array2::from_shape_fn(x.dim(), |(i, j)| {
+                F::from_f64(x[[i, j]].as_f64() - centre[j])
+            }))
+        }
+        _ => CowArray::from(x),
+    }
+}
+
+/// The float64 mean of the rows of `z` when `F` is float32 and the kernel an RBF: the
+/// centre of [`for_blocks`].
+fn rbf_centre<F: Real>(z: ArrayView2<F>, kernel: &Kernel) -> Option<Vec<f64>> {
+    if TypeId::of::<F>() != TypeId::of::<f32>() || !matches!(kernel, Kernel::Rbf { .. }) {
+        return None;
+    }
+    let rows = z.nrows().max(1) as f64;
+    Some(
+        z.columns()
+            .into_iter()
+            .map(|column| column.iter().map(|v| v.as_f64()).sum::<f64>() / rows)
+            .collect(),
+    )
+}
+
 fn allocate<F: Real>(rows: usize, cols: usize) -> Result<Array2<F>> {
     let len = rows.checked_mul(cols).ok_or(Error::OutOfMemory {
         what: "the kernel matrix",
@@ -278,6 +315,10 @@ pub fn cross_with_stop<F: Real>(
         ));
     }
     let mut out = allocate::<F>(x.nrows(), z.nrows())?;
+    let centre = rbf_centre(z, kernel);
+    let x = for_blocks(x, kernel, centre.as_deref());
+    let z = for_blocks(z, kernel, centre.as_deref());
+    let (x, z) = (x.view(), z.view());
     let (norms_x, norms_z) = (squared_norms(x), squared_norms(z));
     let work = |b: usize, mut block: ArrayViewMut2<F>| {
         let rows = b * KERNEL_BLOCK_ROWS..b * KERNEL_BLOCK_ROWS + block.nrows();
@@ -351,6 +392,10 @@ pub fn expansion_with_stop<F: Real>(
     let n = x.nrows();
     let buffer = try_zeroed::<f64>(n.saturating_mul(classes), "the decision values")?;
     let mut out = Array2::from_shape_vec((n, classes), buffer).expect("length matches shape");
+    let centre = rbf_centre(basis, kernel);
+    let x = for_blocks(x, kernel, centre.as_deref());
+    let basis = for_blocks(basis, kernel, centre.as_deref());
+    let (x, basis) = (x.view(), basis.view());
     let norms_basis = squared_norms(basis);
     let bias_row = ndarray::ArrayView1::from(bias);
     let work = |b: usize, mut out_block: ArrayViewMut2<f64>| {
@@ -436,6 +481,9 @@ pub fn gram_into_with_stop<F: Real>(
             ),
         ));
     }
+    let centre = rbf_centre(x, kernel);
+    let x = for_blocks(x, kernel, centre.as_deref());
+    let x = x.view();
     let norms = squared_norms(x);
     let pool = crate::pool::shared(n_threads)?;
     pool.install(|| {
@@ -686,6 +734,32 @@ mod tests {
     }
 
     #[test]
+    fn float32_rbf_kernels_far_from_the_origin_keep_their_digits() {
+        let rbf = Kernel::Rbf { gamma: 0.7 };
+        for offset in [1e2, 1e3, 1e4] {
+            let (x, z) = (points(40, 3, 5), points(7, 3, 6));
+            let (x, z) = (x.mapv(|v| v + offset), z.mapv(|v| v + offset));
+            let (x32, z32) = (x.mapv(|v| v as f32), z.mapv(|v| v as f32));
+            // The float64 kernels of the float32 points: what float32 can be asked to match.
+            let (x64, z64) = (x32.mapv(f64::from), z32.mapv(f64::from));
+            let close = |a: &Array2<f32>, b: &Array2<f64>| {
+                a.iter().zip(b).all(|(a, b)| (*a as f64 - b).abs() < 1e-5)
+            };
+            assert!(close(
+                &gram(x32.view(), &rbf, 2).unwrap(),
+                &naive(&x64, &x64, &rbf)
+            ));
+            let cross32 = cross(x32.view(), z32.view(), &rbf, 1).unwrap();
+            assert!(close(&cross32, &naive(&x64, &z64, &rbf)));
+            let weights = points(7, 1, 7);
+            let values = expansion(x32.view(), z32.view(), weights.view(), &[0.0], &rbf, 1);
+            let expected = naive(&x64, &z64, &rbf).dot(&weights);
+            let error = (&values.unwrap() - &expected).mapv(f64::abs);
+            assert!(error.iter().all(|e| *e < 1e-4), "offset {offset}");
+        }
+    }
+
+    #[test]
     fn out_of_range_parameters_are_refused_before_any_work() {
         let x = points(5, 3, 1);
         let poly = Kernel::Poly {
@@ -732,15 +806,13 @@ mod tests {
             error,
             Err(Error::InvalidArgument { argument: "X", .. })
         ));
-        // In float32, ‖x‖² and x·b overflow to ∞ and their difference is NaN.
+        // A float32 RBF point too far for float32's squares is at kernel value 0 from
+        // every basis (both sets are moved to the bases' centre first): the bias alone.
         let rbf = Kernel::Rbf { gamma: 1.0 };
         let far = Array2::from_elem((2, 3), 1e38_f32);
         let basis32 = Array2::from_elem((4, 3), 3.0_f32);
-        let error = expansion(far.view(), basis32.view(), weights.view(), &[0.0], &rbf, 1);
-        assert!(matches!(
-            error,
-            Err(Error::InvalidArgument { argument: "X", .. })
-        ));
+        let values = expansion(far.view(), basis32.view(), weights.view(), &[0.5], &rbf, 1);
+        assert!(values.unwrap().iter().all(|v| *v == 0.5));
         let near = points(2, 3, 4);
         assert!(expansion(near.view(), basis.view(), weights.view(), &[0.0], &poly, 1).is_ok());
     }

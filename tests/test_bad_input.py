@@ -640,3 +640,18 @@ def test_error_path_checks_y(data):
     with pytest.raises(ValueError, match=rf"^y: has 1 labels but X has {len(X)} samples"):
         model.error_path(X, y[:1], ks=[5])
     assert model.error_path(X, y, ks=[5]).shape == (1,)
+
+
+@pytest.mark.parametrize("offset", [1e2, 1e3, 3e3, 1e4])
+def test_float32_rbf_far_from_the_origin_predicts_like_float64(offset):
+    from sklearn.datasets import make_moons
+
+    X, y = make_moons(600, noise=0.2, random_state=0)
+    X_test, y_test, X, y = X[400:] + offset, y[400:], X[:400] + offset, y[:400]
+    accuracy = {
+        dtype: GreedyKFDA(k=30, gamma=2.0, dtype=dtype).fit(X, y).score(X_test, y_test)
+        for dtype in ("float64", "float32")
+    }
+    assert accuracy["float32"] >= accuracy["float64"] - 0.02, accuracy
+    K32 = _core.kernel_matrix(X[:50].astype(np.float32), gamma=2.0)
+    assert np.abs(K32 - rbf_kernel(X[:50].astype(np.float32).astype(np.float64), gamma=2.0)).max() < 1e-5
