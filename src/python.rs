@@ -463,6 +463,8 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     for (attribute, names) in parameter_names() {
         module.add(attribute, pyo3::types::PyTuple::new(module.py(), names)?)?;
     }
+    // The most one-vs-rest selections that run at once: the memory estimate counts them.
+    module.add("SHARED_SELECTIONS", crate::tuning::SHARED_SELECTIONS)?;
     module.add_function(wrap_pyfunction!(kernel_matrix, module)?)?;
     module.add_function(wrap_pyfunction!(greedy_select, module)?)?;
     module.add_function(wrap_pyfunction!(greedy_select_many, module)?)?;

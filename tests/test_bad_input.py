@@ -655,3 +655,36 @@ def test_float32_rbf_far_from_the_origin_predicts_like_float64(offset):
     assert accuracy["float32"] >= accuracy["float64"] - 0.02, accuracy
     K32 = _core.kernel_matrix(X[:50].astype(np.float32), gamma=2.0)
     assert np.abs(K32 - rbf_kernel(X[:50].astype(np.float32).astype(np.float64), gamma=2.0)).max() < 1e-5
+
+
+def test_a_fit_beyond_the_address_space_limit_is_refused_not_aborted():
+    # Under RLIMIT_AS the free memory is no guide: the fit must be refused up front, where
+    # it used to be accepted and then abort the interpreter on a failed allocation.
+    import subprocess
+    import sys
+
+    code = (
+        "import resource, numpy as np\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))\n"
+        "from gkfda import GreedyKFDA\n"
+        "X = np.random.default_rng(0).normal(size=(16000, 3)); y = (X[:, 0] > 0).astype(int)\n"
+        "try:\n"
+        "    GreedyKFDA(k=6000, gamma=5.0, deflation='projection', stages=50).fit(X, y)\n"
+        "except MemoryError as error:\n"
+        "    print('refused:', error)\n"
+    )
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert child.returncode == 0, child.stderr[-2000:]
+    assert child.stdout.startswith("refused: X: a fit of 16000 samples with k=6000 needs"), child.stdout
+
+
+def test_the_memory_estimate_counts_the_models_and_the_selections_as_they_run():
+    from gkfda import _core, _validation
+
+    m, k = 6000, 6000
+    binary = _validation.fit_working_bytes(m, k, 1, np.float64)
+    assert binary >= 4 * k * k * 8  # the kept k×k matrices and those of the linear algebra
+    # One-vs-rest: the terms of at most SHARED_SELECTIONS selections at once, every model kept.
+    many = _validation.fit_working_bytes(1000, 50, 100, np.float64)
+    at_once = _validation.fit_working_bytes(1000, 50, _core.SHARED_SELECTIONS, np.float64)
+    assert many - at_once == (100 - _core.SHARED_SELECTIONS) * 3 * 50 * 50 * 8

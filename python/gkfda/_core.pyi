@@ -10,6 +10,7 @@ CRITERIA: Tuple[str, ...]
 DEFLATIONS: Tuple[str, ...]
 """The deflations' names, from the core's table (``none`` first)."""
 KERNELS: Tuple[str, ...]
+SHARED_SELECTIONS: int
 """The built-in kernels' names: ``rbf``, ``linear``, ``poly``."""
 
 def kernel_matrix(

@@ -7,6 +7,8 @@ import os
 
 import numpy as np
 
+from . import _core
+
 try:  # psutil is a dependency; the fallback keeps the check working without it.
     import psutil
 except ImportError:  # pragma: no cover
@@ -37,21 +39,75 @@ def _omp_thread_limit():
     return int(first) if first.isdigit() and int(first) > 0 else None
 
 
+# Address space a process needs beside what a fit allocates (thread stacks, the
+# allocator's per-thread arenas, libraries loaded later): kept free under an RLIMIT_AS.
+_ADDRESS_SPACE_MARGIN = 256 * 2**20
+
+
 def available_memory() -> int:
+    """Bytes a fit may still allocate: the least of the free memory, the room left under
+    the process's address-space limit (``RLIMIT_AS``) and under its control group's memory
+    limit (cgroup v2 ``memory.max``, or v1 ``memory.limit_in_bytes``). Any of them, when
+    reached, makes an allocation fail, so the fit is refused before it starts.
+    """
     if psutil is not None:
-        return int(psutil.virtual_memory().available)
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")  # pragma: no cover
+        room = [int(psutil.virtual_memory().available)]
+    else:  # pragma: no cover
+        room = [os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")]
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft != resource.RLIM_INFINITY:
+            room.append(soft - _address_space_in_use() - _ADDRESS_SPACE_MARGIN)
+    except (ImportError, OSError, ValueError):  # pragma: no cover - not POSIX
+        pass
+    for limit_file, usage_file in (
+        ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+        ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"),
+    ):
+        limit, usage = _read_bytes(limit_file), _read_bytes(usage_file)
+        if limit is not None and usage is not None and limit < 2**60:  # v1 writes ~2**63 for none
+            room.append(limit - usage)
+            break
+    return max(0, min(room))
+
+
+def _address_space_in_use() -> int:
+    if psutil is not None:
+        return int(psutil.Process().memory_info().vms)
+    with open("/proc/self/statm") as statm:  # pragma: no cover
+        return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _read_bytes(path: str):
+    """An integer file of the control-group tree, or None (absent, or "max": no limit)."""
+    try:
+        with open(path) as file:
+            text = file.read().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
 
 
 def fit_working_bytes(m: int, k: int, selections: int, dtype) -> int:
-    """Bytes a fit needs beside its kernel matrix: each selection's rank-one terms (at most
-    three ``m``-vectors a pick: ``u``, ``v`` and an ``ortho-*`` direction), for as many
-    selections as may run side by side (one-vs-rest shares its passes), and the model's
-    ``m×k`` kernel columns with their float64 copy and features."""
+    """Bytes a fit needs beside its kernel matrix.
+
+    - The selections' rank-one terms: at most three ``m``-vectors a pick (``u``, ``v`` and
+      an ``ortho-*`` direction), for as many selections as run at once (one-vs-rest runs at
+      most ``_core.SHARED_SELECTIONS`` side by side; the others wait for their turn).
+    - The models: each keeps three ``k×k`` matrices (the projection and two class
+      covariances); while one is fitted, its ``m×k`` kernel columns with their float64 copy
+      and features, and three more ``k×k`` matrices of its linear algebra.
+    """
     itemsize = np.dtype(dtype).itemsize
-    terms = int(selections) * 3 * int(k) * int(m) * itemsize
-    model = int(m) * int(k) * (itemsize + 2 * 8)
-    return terms + model
+    m, k, selections = int(m), int(k), int(selections)
+    at_once = min(selections, _core.SHARED_SELECTIONS)
+    terms = at_once * 3 * k * m * itemsize
+    columns = m * k * (itemsize + 2 * 8)
+    square = k * k * 8
+    models = selections * 3 * square + 3 * square
+    return terms + columns + models
 
 
 def check_fit_fits(m: int, k: int, selections: int, dtype, kernel_bytes: int, argument: str = "X") -> None:
