@@ -688,3 +688,16 @@ def test_the_memory_estimate_counts_the_models_and_the_selections_as_they_run():
     many = _validation.fit_working_bytes(1000, 50, 100, np.float64)
     at_once = _validation.fit_working_bytes(1000, 50, _core.SHARED_SELECTIONS, np.float64)
     assert many - at_once == (100 - _core.SHARED_SELECTIONS) * 3 * 50 * 50 * 8
+
+
+def test_a_singular_within_class_matrix_still_gives_a_separating_direction():
+    # reg=0 with k near m: the within-class matrix is singular, and a least-squares
+    # direction need not separate the class means (the mean difference here is orthogonal
+    # to its range, so it gives w = 0); predictions then contradicted the probabilities.
+    from gkfda._model import ClassStatistics, fisher_discriminant
+
+    singular = np.array([[1.0, 1.0], [1.0, 1.0]])
+    statistics = ClassStatistics(10, 10, np.array([0.5, -0.5]), np.array([-0.5, 0.5]), singular, singular)
+    coef, intercept, slope = fisher_discriminant(statistics, reg=0.0)
+    difference = statistics.mean_pos - statistics.mean_neg
+    assert coef @ difference > 0 and slope > 0

@@ -169,7 +169,12 @@ def fisher_discriminant(statistics: ClassStatistics, reg: float):
     # No within-class spread at all (or k = 0): any ridge gives the mean difference as the
     # direction, and 1 keeps it in feature units.
     ridge = reg * trace / k if trace > 0.0 else 1.0
-    coef = _solve_psd(within + ridge * np.eye(k), s.mean_pos - s.mean_neg)
+    difference = s.mean_pos - s.mean_neg
+    coef = _solve_psd(within + ridge * np.eye(k), difference)
+    if not float(coef @ difference) > 0.0 and float(difference @ difference) > 0.0:
+        # A singular within-class matrix (reg=0, k near m) can give a least-squares direction
+        # that does not separate the means: the smallest ridge that makes it definite does.
+        coef = _solve_psd(within + max(ridge, 1e-12 * max(trace, 1e-300) / k) * np.eye(k), difference)
     intercept = -float(coef @ (s.mean_pos + s.mean_neg)) / 2.0
     centre_pos = float(coef @ s.mean_pos) + intercept
     centre_neg = float(coef @ s.mean_neg) + intercept

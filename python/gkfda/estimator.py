@@ -475,11 +475,10 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         return self._per_model_decisions(X, calibrated=True)
 
     def predict(self, X):
-        """Class labels: the sign of the discriminant, or the one-vs-rest argmax."""
-        scores = self.decision_function(X)
-        if scores.ndim == 1:
-            return self.classes_[(scores > 0).astype(int)]
-        return self.classes_[np.argmax(scores, axis=1)]
+        """Class labels: the argmax of :meth:`predict_proba` (where probabilities saturate to
+        a tie, the first class among the tied; the decision values order them otherwise)."""
+        probabilities = self.predict_proba(X)  # raises NotFittedError first
+        return self.classes_[np.argmax(probabilities, axis=1)]
 
     def predict_proba(self, X):
         """Class probabilities from class-conditional Gaussians of the 1-D projections.
@@ -492,7 +491,10 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         if log_odds.shape[1] == 1:
             positive = expit(log_odds[:, 0])
             return np.column_stack([1.0 - positive, positive])
-        probabilities = expit(log_odds)
+        # Scaled by the largest in log space before normalising: where every one-vs-rest
+        # log-odds is far below zero, each expit underflows to 0, and 0/0 is NaN.
+        log_probabilities = log_expit(log_odds)
+        probabilities = np.exp(log_probabilities - log_probabilities.max(axis=1, keepdims=True))
         return probabilities / probabilities.sum(axis=1, keepdims=True)
 
     def predict_log_proba(self, X):
