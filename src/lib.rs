@@ -21,6 +21,10 @@
 // Lets the test helpers shared with `tests/` name the crate `gkfda` in its unit tests too.
 #[cfg(test)]
 extern crate self as gkfda;
+// The helpers of tests/common, for the unit tests of the selection and the passes.
+#[cfg(test)]
+#[path = "../tests/common/mod.rs"]
+mod test_common;
 
 pub mod error;
 pub mod kernel;

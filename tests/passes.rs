@@ -1,6 +1,9 @@
 //! The public passes over a kernel: grouped, ordered, wide and plain products against
 //! naive sums, for any thread count.
 
+mod common;
+
+use common::symmetric_kernel;
 use gkfda::passes::*;
 use gkfda::Real;
 
@@ -48,15 +51,6 @@ fn grouped_products_are_the_sums_over_each_group_for_any_thread_count() {
             }
         }
     }
-}
-
-fn symmetric_kernel(m: usize) -> Vec<f64> {
-    (0..m * m)
-        .map(|t| {
-            let (i, l) = (t / m, t % m);
-            ((i.min(l) * 7919 + i.max(l) * 31) % 97) as f64 / 97.0
-        })
-        .collect()
 }
 
 #[test]

@@ -3,14 +3,7 @@
 
 use super::*;
 
-fn symmetric_kernel(m: usize) -> Vec<f64> {
-    (0..m * m)
-        .map(|t| {
-            let (i, l) = (t / m, t % m);
-            ((i.min(l) * 7919 + i.max(l) * 31) % 97) as f64 / 97.0
-        })
-        .collect()
-}
+use crate::test_common::symmetric_kernel;
 
 #[test]
 fn symmetric_passes_match_full_passes_for_any_bands_groups_and_threads() {

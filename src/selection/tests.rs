@@ -1,13 +1,11 @@
 //! The engine's internals against explicit deflation: passes split by class, stage
 //! products over many terms, pass counts, selections sharing passes, fused combinations.
 
-use super::*;
-#[path = "../../tests/common/mod.rs"]
-mod common;
 use super::engine::{axpy, axpy_all};
+use super::*;
 use crate::passes;
+use crate::test_common::*;
 use crate::tuning::PARALLEL_WORK;
-use common::*;
 use ndarray::Array2;
 
 #[test]

@@ -1,4 +1,4 @@
-//! Test helpers shared by the integration tests and the selection's unit tests: seeded
+//! Test helpers shared by the integration tests and the unit tests of the selection and passes: seeded
 //! problems and explicit deflation, a dense oracle that writes every deflated kernel.
 
 #![allow(dead_code)]
@@ -7,6 +7,16 @@ use gkfda::kernel::{gram, Kernel};
 use gkfda::selection::select;
 use gkfda::{Criterion, Deflation, GreedyParams, Real};
 use ndarray::Array2;
+
+/// An `m×m` symmetric kernel of varied entries in `[0, 1)`, row-major.
+pub fn symmetric_kernel(m: usize) -> Vec<f64> {
+    (0..m * m)
+        .map(|t| {
+            let (i, l) = (t / m, t % m);
+            ((i.min(l) * 7919 + i.max(l) * 31) % 97) as f64 / 97.0
+        })
+        .collect()
+}
 
 /// Uniform numbers in `[0, 1)` from a seeded linear congruential generator.
 pub fn uniform_stream(seed: u64) -> impl FnMut() -> f64 {
