@@ -45,6 +45,36 @@ def test_select_gamma_returns_a_grid_width():
     assert len(result["split_widths"]) == 2
 
 
+def test_the_default_protocol_extends_a_chosen_end_of_the_width_grid_and_the_paper_s_does_not():
+    default, paper = Protocol(), Protocol(name="paper000")
+    assert default.wider_widths(protocol.WIDTHS, 2.0**5) == [2.0**7]
+    assert default.wider_widths(protocol.WIDTHS, 2.0**-5) == [2.0**-7]
+    assert default.wider_widths(protocol.WIDTHS, 2.0**1) == []  # inside: nothing to add
+    assert default.wider_widths([2.0**e for e in range(-5, 12, 2)], 2.0**11) == []  # the limit
+    assert paper.wider_widths(protocol.WIDTHS, 2.0**5) == []
+    assert default.model_params() == {}
+    np.testing.assert_array_equal(paper.model_params()["priors"], [0.5, 0.5])
+
+
+def test_a_width_search_that_chooses_an_end_goes_past_it():
+    # A grid of kernels far too narrow for the data: its widest end is chosen, and the
+    # default protocol goes on past it until a width inside the scored grid wins.
+    narrow = (2.0**-5, 2.0**-3)
+    options = dict(cv_realisations=1, folds=2, k_max=30, widths=narrow)
+    paper = experiment.select_gamma(load_benchmark("thyroid"), Protocol(name="paper000", **options))
+    extended = experiment.select_gamma(load_benchmark("thyroid"), Protocol(**options))
+    assert paper["width"] == 2.0**-3
+    assert extended["width"] > 2.0**-3 and extended["cv_error"] < paper["cv_error"]
+
+
+def test_a_results_directory_keeps_one_protocol(tmp_path):
+    experiment.run_experiment(tiny_config(baselines=[], variants=VARIANTS[:1]), tmp_path, progress=False)
+    paper = tiny_config(baselines=[], variants=VARIANTS[:1], protocol=Protocol(
+        cv_realisations=1, folds=2, realisations=2, k_max=40, name="paper000"))
+    with pytest.raises(ValueError, match=r"^out: .* holds results of the default protocol"):
+        experiment.run_experiment(paper, tmp_path, progress=False)
+
+
 def test_run_writes_results_paths_and_widths(tmp_path):
     summary = experiment.run_experiment(tiny_config(), tmp_path, progress=False)
     results = rows(tmp_path / "results.csv")

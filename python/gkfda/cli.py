@@ -100,7 +100,7 @@ def _experiment(args) -> int:
         )
         if value is not None
     }
-    config.protocol = dataclasses.replace(config.protocol, **overrides)
+    config.protocol = dataclasses.replace(config.protocol, name=args.protocol, **overrides)
     if args.quick and (args.criteria or args.deflations or args.stages):
         config.variants = protocol.variants(args.criteria, args.deflations, args.stages or [1])
     config.baselines = [] if args.no_baselines else args.baselines
@@ -120,13 +120,20 @@ def _experiment(args) -> int:
         f"gkfda experiment: {len(config.datasets)} data sets × {len(config.variants)} variants"
         f"{' + ' + ', '.join(config.baselines) if config.baselines else ''}; "
         f"realisations: {config.protocol.realisations or 'all'}; CV on {config.protocol.cv_realisations} "
-        f"training realisations × {config.protocol.folds} folds; {config.jobs} jobs → {args.out}"
+        f"training realisations × {config.protocol.folds} folds; protocol {config.protocol.name}; "
+        f"{config.jobs} jobs → {args.out}"
     )
     try:
         summary = experiment.run_experiment(config, args.out, progress=not args.no_progress)
     finally:
         if client is not None:
             client.close()
+    print()
+    print(
+        "Test error, mean ± s.d. over the realisations (a row per method: criterion/deflation/stages, "
+        "then the full KFDA and the SVM; a column per data set), each cell the outcome of the whole "
+        "protocol, tuning included:"
+    )
     print()
     print(experiment.summary_table(args.out))
     print()
@@ -163,7 +170,7 @@ def main(argv=None) -> int:
     )
     demo.add_argument("--seed", type=int, default=0)
     from .datasets import list_benchmarks
-    from .study.protocol import BASELINES
+    from .study.protocol import BASELINES, PROTOCOLS
 
     run = commands.add_parser(
         "experiment",
@@ -190,6 +197,11 @@ def main(argv=None) -> int:
     run.add_argument("--quick", action="store_true",
                      help="6 smaller data sets, 7 variants and both baselines, 10 realisations, the full CV protocol (~2 min on 2 cores)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument(
+        "--protocol", choices=PROTOCOLS, default="default",
+        help="default: the width grid extended past a chosen end, the class priors of the training set; "
+        "paper000: paper 000's width grid and equal class priors, for exact reproduction",
+    )
 
     report = commands.add_parser("report", help="tables and figures from an experiment's results directory")
     from .study import report as report_module

@@ -8,7 +8,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.special import expit, log_expit, logsumexp
+from scipy.special import expit, log_expit, log_softmax, logsumexp, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, Options, StrOptions, validate_parameter_constraints
@@ -17,10 +17,16 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from . import _core
 from ._core import CRITERIA, DEFLATIONS, KERNELS
-from ._model import fit_binary, one_blas_thread
+from ._model import fit_discriminant, one_blas_thread
 from ._validation import check_fit_fits, check_precomputed_kernel, thread_count
 
 DTYPES = ("float64", "float32")
+MULTICLASS = ("shared", "ovr")
+
+#: ``k=None``: bases per class with one shared basis (so 50 for two classes), and per
+#: problem one-vs-rest.
+DEFAULT_K_PER_CLASS = 25
+DEFAULT_K_PER_PROBLEM = 50
 
 
 class _Number(Interval):
@@ -53,8 +59,11 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
 
     Parameters
     ----------
-    k : int, default=50
-        Number of bases (training points) to choose; at most ``n_samples``.
+    k : int or None, default=None
+        Number of bases (training points) to choose. ``None`` means 25 per class with the
+        shared basis (50 for two classes) and 50 per problem one-vs-rest, at most
+        ``n_samples``. A larger ``k`` than ``n_samples`` is lowered to it with a warning, so
+        a grid over ``k`` works on small folds.
     criterion : {"optimal", "pseudo", "reverse", "reverse-pseudo", "random"}, default="optimal"
         ``optimal`` maximises the Fisher ratio ``(c'y)²/(c'Bc)`` of the deflated kernel
         column (MPKFDA), ``pseudo`` maximises ``(c'y)²``, ``reverse`` and
@@ -77,8 +86,19 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
     coef0 : float, default=1.0
         Constant of ``poly``.
     reg : float, default=1e-4
-        Ridge added to the within-class covariance of the Fisher discriminant, as a
-        fraction of its mean eigenvalue.
+        Ridge of the Fisher discriminant, relative to the kernel's scale (the mean of
+        ``K(x, x)`` over the training set; values below 1e-8 count as 1e-8).
+    priors : array-like of shape (n_classes,) or None, default=None
+        Class priors in the order of ``classes_``, positive and summing to 1; ``None``
+        uses the class frequencies of the training set. They shift the decision
+        thresholds and the probabilities, as in scikit-learn's
+        ``LinearDiscriminantAnalysis``: a model that learned nothing predicts the most
+        probable class.
+    multiclass : {"shared", "ovr"}, default="shared"
+        With more than two classes: ``shared`` chooses one basis for all classes (the
+        criteria generalised to ``C`` classes) and fits one multiclass discriminant on
+        its features; ``ovr`` fits a binary model per class, one-vs-rest, each with its
+        own basis.
     dtype : {"float64", "float32"}, default="float64"
         Precision of the kernel matrix and of the selection engine (float32 halves
         memory and time). The discriminant itself is solved in float64.
@@ -93,6 +113,8 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
+    priors_ : ndarray of shape (n_classes,)
+        The class priors used.
     support_ : ndarray of shape (k_,), or a list of them (one per class, one-vs-rest)
         Training indices of the chosen bases, in selection order.
     support_vectors_ : ndarray of shape (k_, n_features), or a list of them
@@ -101,8 +123,11 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         How many chosen bases belong to each class (over all one-vs-rest models).
     k_ : int, or ndarray of shape (n_classes,)
         Bases actually used: less than ``k`` when the selection stopped early.
-    coef_ : ndarray of shape (1, k_), or a list of ndarrays of shape (k_c,)
-        Fisher direction in the Nyström feature space.
+    coef_ : ndarray of shape (1, k_) or (n_classes, k_), or a list of ndarrays of shape (k_c,)
+        The decision function's weights on the Nyström features (two classes: of the
+        log-odds of ``classes_[1]``; shared multiclass: of each class's log-probability,
+        up to a constant, as in ``LinearDiscriminantAnalysis``; one-vs-rest: of each
+        class's log-odds against the rest).
     intercept_ : ndarray of shape (1,) or (n_classes,)
     projection_ : ndarray of shape (k_, k_), or a list of them
         ``R`` with ``R'R = K[support_, support_]⁺``; ``transform(X) = K(X, SV) R'``.
@@ -122,10 +147,18 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
     True
     >>> model.predict_proba(X[:2]).sum(axis=1).round(6).tolist()
     [1.0, 1.0]
+
+    Three classes share one basis, and ``transform`` gives its ``k`` features:
+
+    >>> from sklearn.datasets import load_iris
+    >>> X, y = load_iris(return_X_y=True)
+    >>> model = GreedyKFDA(k=15).fit(X, y)
+    >>> model.support_.shape, model.coef_.shape, model.transform(X).shape
+    ((15,), (3, 15), (150, 15))
     """
 
     _parameter_constraints: dict = {
-        "k": [_count()],
+        "k": [_count(), None],
         "criterion": [StrOptions(set(CRITERIA))],
         "deflation": [StrOptions(set(DEFLATIONS))],
         "stages": [_count()],
@@ -134,6 +167,8 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         "degree": [_count(1, _LARGEST_DEGREE)],
         "coef0": [_Number(Real, -np.inf, np.inf, closed="neither")],
         "reg": [_Number(Real, 0, np.inf, closed="left")],
+        "priors": ["array-like", None],
+        "multiclass": [StrOptions(set(MULTICLASS))],
         "dtype": [
             StrOptions(set(DTYPES)),
             Options(type, {float, np.float64, np.float32}),
@@ -146,7 +181,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
 
     def __init__(
         self,
-        k=50,
+        k=None,
         criterion="optimal",
         deflation="schur",
         stages=1,
@@ -155,6 +190,8 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         degree=3,
         coef0=1.0,
         reg=1e-4,
+        priors=None,
+        multiclass="shared",
         dtype="float64",
         n_jobs=None,
         random_state=None,
@@ -168,6 +205,8 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         self.degree = degree
         self.coef0 = coef0
         self.reg = reg
+        self.priors = priors
+        self.multiclass = multiclass
         self.dtype = dtype
         self.n_jobs = n_jobs
         self.random_state = random_state
@@ -177,7 +216,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
     # on loading by the same code, so that a loaded model predicts bit for bit the same.
     _DERIVED = (
         "support_", "support_vectors_", "k_", "coef_", "intercept_", "projection_", "n_support_",
-        "stopped_early_", "_expansion_weights", "_expansion_bias", "_proba_slopes", "_union_points",
+        "stopped_early_", "_expansion_weights", "_expansion_bias", "_union_points",
     )
 
     def __getstate__(self):
@@ -278,17 +317,17 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         X : array-like of shape (n_samples, n_features), or (n_samples, n_samples)
             Training data, or the training kernel when ``kernel="precomputed"``.
         y : array-like of shape (n_samples,)
-            Class labels; more than two classes are handled one-vs-rest. On a kernel of
-            12 MiB or more (float64: from ~1,250 samples) the one-vs-rest selections whose
-            picks read the kernel one at a time (schur family; the others at
-            ``stages=1``) run side by side and share each pass over the kernel: at 4,000
-            samples, a 5-class fit is ~1.1× faster than one after the other.
+            Class labels. More than two classes share one basis (``multiclass="shared"``)
+            or are handled one-vs-rest (``"ovr"``). On a kernel of 12 MiB or more
+            (float64: from ~1,250 samples) the one-vs-rest selections whose picks read
+            the kernel one at a time (schur family; the others at ``stages=1``) run side
+            by side and share each pass over the kernel.
 
         Returns
         -------
         self : GreedyKFDA
         """
-        k, dtype, threads = int(self.k), self._dtype(), thread_count(self.n_jobs)
+        dtype, threads = self._dtype(), thread_count(self.n_jobs)
         rng = check_random_state(self.random_state)
         X, y = self._validate_X(X, reset=True, y=y)
         try:
@@ -296,11 +335,12 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         except ValueError as error:
             raise ValueError(f"y: {error}") from error
         self.classes_, y_index = np.unique(y, return_inverse=True)
-        if len(self.classes_) < 2:
+        n_classes = len(self.classes_)
+        if n_classes < 2:
             raise ValueError(f"y: needs samples of at least two classes, got 1 class ({self.classes_[0]!r})")
+        self.priors_ = self._checked_priors(y_index, n_classes)
         m = X.shape[0]
-        if k > m:
-            raise ValueError(f"k: must be at most the number of training samples ({m}), got {k}")
+        k = self._resolved_k(n_classes, m)
         if self.gamma is not None:
             self._gamma = float(self.gamma)
         elif self._kernel_name() in ("rbf", "poly"):
@@ -317,28 +357,25 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         else:
             by_class = np.argsort(y_index, kind="stable")
             X_ordered = X[by_class]
-        binary = len(self.classes_) == 2
-        K = self._training_kernel(X_ordered, dtype, threads, k, 1 if binary else len(self.classes_))
-        y_sorted = y_index[by_class]
-        targets = [y_sorted == 1] if binary else [y_sorted == c for c in range(len(self.classes_))]
-        selections = self._select(K, targets, k, rng, threads, by_class)
+        one_basis = n_classes == 2 or self.multiclass == "shared"
+        K = self._training_kernel(X_ordered, dtype, threads, k, 1 if one_basis else n_classes)
+        kernel_scale = float(np.mean(np.diagonal(K), dtype=np.float64))
+        codes = y_index[by_class]
+        # One problem of C classes, or C problems of two (class c against the rest: code 1).
+        problems = [codes] if one_basis else [(codes == c).astype(np.intp) for c in range(n_classes)]
+        selections = self._select(K, problems, k, rng, threads, by_class)
         self._models = [
-            fit_binary(
-                K[:, support],
-                K[np.ix_(support, support)],
-                positive,
-                by_class[support],
-                float(self.reg),
-                stopped_early,
-                passes,
+            fit_discriminant(
+                K[:, support], K[np.ix_(support, support)], problem, *self._problem_classes(c),
+                by_class[support], float(self.reg), kernel_scale, stopped_early, passes,
             )
-            for positive, (support, stopped_early, passes) in zip(targets, selections)
+            for c, (problem, (support, stopped_early, passes)) in enumerate(zip(problems, selections))
         ]
         if any(len(support) == 0 for support, _, _ in selections):
             warnings.warn(
                 "the selection chose no basis: every column of the kernel is numerically "
-                "explained (a kernel nearly constant over the data); the model predicts one "
-                "class for every point. Use a larger gamma or scale the features.",
+                "explained (a kernel nearly constant over the data); the model predicts the "
+                "most probable class for every point. Use a larger gamma or scale the features.",
                 UserWarning,
                 stacklevel=2,
             )
@@ -351,9 +388,68 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         self._set_public_attributes()
         return self
 
-    def _select(self, K, targets, k, rng, threads, by_class):
-        """The bases of each binary problem on ``K`` (row ``i`` is training sample
-        ``by_class[i]``): ``(support, stopped_early, kernel_passes)`` per target.
+    def _problem_classes(self, c):
+        """``(n_classes, priors)`` of problem ``c``: every class with the shared basis (or
+        two classes), class ``c`` against the rest (code 1) one-vs-rest."""
+        if len(self.classes_) == 2 or self.multiclass == "shared":
+            return len(self.classes_), self.priors_
+        return 2, np.array([1.0 - self.priors_[c], self.priors_[c]])
+
+    def _refitted_with_reg(self, reg, X, y):
+        """A copy of this fitted model as a fit on ``(X, y)``, the training set, with ``reg``
+        gives it: the selection does not depend on ``reg``, so only the discriminants are
+        fitted again, on the same bases."""
+        model = copy.copy(self)
+        model.reg = reg
+        X = self._validate_X(X, reset=False)
+        y_index = np.searchsorted(self.classes_, column_or_1d(y))
+        union = self._union_support
+        cross = self._cross_kernel(X, union)
+        model._models = []
+        for c, old in enumerate(self._models):
+            columns = cross[:, np.searchsorted(union, old.support)]
+            codes = y_index if len(self._models) == 1 else (y_index == c).astype(np.intp)
+            model._models.append(fit_discriminant(
+                columns, columns[old.support], codes, *self._problem_classes(c), old.support, float(reg),
+                old.kernel_scale, old.stopped_early, old.kernel_passes,
+            ))
+        model._set_public_attributes()
+        return model
+
+    def _checked_priors(self, y_index, n_classes):
+        """The class priors: the given ones, checked, or the training frequencies."""
+        if self.priors is None:
+            return np.bincount(y_index, minlength=n_classes) / len(y_index)
+        try:
+            priors = np.asarray(self.priors, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"priors: must be an array of numbers, got {self.priors!r}") from None
+        if priors.shape != (n_classes,):
+            raise ValueError(f"priors: must have one value per class ({n_classes}), got shape {priors.shape}")
+        if not np.all(np.isfinite(priors)) or np.any(priors <= 0.0):
+            raise ValueError(f"priors: every prior must be positive and finite, got {priors.tolist()}")
+        if not abs(priors.sum() - 1.0) <= 1e-6:
+            raise ValueError(f"priors: must sum to 1, got {priors.sum()!r}")
+        return priors / priors.sum()
+
+    def _resolved_k(self, n_classes, m):
+        """``k`` for ``n_classes`` classes and ``m`` training samples (at most ``m``)."""
+        if self.k is None:
+            per_problem = n_classes == 2 or self.multiclass == "ovr"
+            return min(m, DEFAULT_K_PER_PROBLEM if per_problem else DEFAULT_K_PER_CLASS * n_classes)
+        k = int(self.k)
+        if k > m:
+            warnings.warn(
+                f"k={k} is larger than the number of training samples ({m}): {m} bases are used.",
+                UserWarning,
+                stacklevel=3,
+            )
+            return m
+        return k
+
+    def _select(self, K, problems, k, rng, threads, by_class):
+        """The bases of each problem on ``K`` (row ``i`` is training sample ``by_class[i]``):
+        ``(support, stopped_early, kernel_passes)`` per problem of class codes.
 
         The one-vs-rest problems of a multiclass fit go to the core together, which runs
         those whose passes are bound by memory side by side, sharing each pass over ``K``.
@@ -363,7 +459,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
             # A random priority over training samples, whatever the kernel's row order.
             position = np.empty_like(by_class)
             position[by_class] = np.arange(len(by_class))
-            orders = np.stack([position[rng.permutation(K.shape[0])] for _ in targets]).astype(np.int64)
+            orders = np.stack([position[rng.permutation(K.shape[0])] for _ in problems]).astype(np.int64)
         options = dict(
             criterion=self.criterion,
             deflation=self.deflation,
@@ -371,15 +467,21 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
             n_threads=threads,
         )
         try:
-            if len(targets) == 1:
-                (positive,) = targets
+            if len(problems) == 1:
+                (codes,) = problems
                 order = None if orders is None else orders[0]
-                return [_core.greedy_select(K, np.ascontiguousarray(positive), k, random_order=order, **options)]
-            return _core.greedy_select_many(K, np.stack(targets), k, random_order=orders, **options)
+                # Two classes go as booleans, the labels the binary engine has always taken.
+                labels = codes == 1 if codes.max() == 1 else codes.astype(np.int64)
+                return [_core.greedy_select(K, np.ascontiguousarray(labels), k, random_order=order, **options)]
+            return _core.greedy_select_many(K, np.stack(problems) == 1, k, random_order=orders, **options)
         except ValueError as error:
             if str(error).startswith("K:"):  # the kernel is built from X (or is X)
                 raise ValueError(f"X: its kernel {str(error)[3:]}; scale the features") from error
             raise
+
+    def _shared_multiclass(self):
+        """One discriminant of more than two classes (log-probabilities, not log-odds)."""
+        return len(self._models) == 1 and len(self.classes_) > 2
 
     def _set_public_attributes(self):
         models = self._models
@@ -388,30 +490,40 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         def points(model):
             return np.empty((len(model.support), 0)) if precomputed else self._support_points[model.support]
 
+        # Each model's outputs: log-probabilities up to a constant (shared multiclass), or
+        # the log-odds of its class 1 (two classes; one-vs-rest).
+        outputs = []
+        for model in models:
+            coef, intercept = model.linear()
+            if not self._shared_multiclass():
+                coef, intercept = coef[:, 1:] - coef[:, :1], intercept[1:] - intercept[:1]
+            outputs.append((coef, intercept))
         if len(models) == 1:
-            (model,) = models
+            (model,), ((coef, intercept),) = models, outputs
             self.support_ = model.support
             self.support_vectors_ = points(model)
             self.k_ = len(model.support)
-            self.coef_ = model.coef[None, :]
-            self.intercept_ = np.array([model.intercept])
+            self.coef_ = coef.T.copy()
+            self.intercept_ = intercept.copy()
             self.projection_ = model.projection
         else:
             self.support_ = [model.support for model in models]
             self.support_vectors_ = [points(model) for model in models]
             self.k_ = np.array([len(model.support) for model in models])
-            self.coef_ = [model.coef for model in models]
-            self.intercept_ = np.array([model.intercept for model in models])
+            self.coef_ = [coef[:, 0].copy() for coef, _ in outputs]
+            self.intercept_ = np.array([intercept[0] for _, intercept in outputs])
             self.projection_ = [model.projection for model in models]
         self.n_support_ = np.bincount(self._union_labels, minlength=len(self.classes_))
-        # Each discriminant as a kernel expansion over the union of bases: α = R'w.
+        # Every output as a kernel expansion over the union of bases: α = R'w.
         union = self._union_support
-        self._expansion_weights = np.zeros((len(union), len(models)))
+        self._expansion_weights = np.zeros((len(union), sum(coef.shape[1] for coef, _ in outputs)))
+        column = 0
         with one_blas_thread():  # from k ≈ 700 OpenBLAS threads this product, then spins ~0.1 s
-            for column, model in enumerate(models):
-                self._expansion_weights[np.searchsorted(union, model.support), column] = model.projection.T @ model.coef
-        self._expansion_bias = np.array([model.intercept for model in models], dtype=np.float64)
-        self._proba_slopes = np.array([model.proba_slope for model in models], dtype=np.float64)
+            for model, (coef, _) in zip(models, outputs):
+                rows = np.searchsorted(union, model.support)
+                self._expansion_weights[rows, column : column + coef.shape[1]] = model.projection.T @ coef
+                column += coef.shape[1]
+        self._expansion_bias = np.concatenate([intercept for _, intercept in outputs]).astype(np.float64)
         if not precomputed:
             self._union_points = np.ascontiguousarray(self._support_points[union], dtype=self._dtype())
         self.stopped_early_ = any(model.stopped_early for model in models)
@@ -426,20 +538,18 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         cross = np.asarray(self._cross_kernel(X, union), dtype=np.float64)
         return [cross[:, np.searchsorted(union, model.support)] for model in self._models]
 
-    def _per_model_decisions(self, X, calibrated):
-        """Raw discriminants ``f`` (or log-odds ``slope·f``), one column per model."""
+    def _outputs(self, X):
+        """The models' outputs, one column each (see :meth:`_set_public_attributes`)."""
         if "_models" not in self.__dict__:
             check_is_fitted(self)  # raises NotFittedError
         if self._kernel_name() in ("rbf", "linear", "poly"):
             # f(z) = Σ_j α_j κ(z, x_j) + b with α = R'w: one call, k kernel evaluations a row.
-            values = _core.kernel_expansion(
+            return _core.kernel_expansion(
                 self._prediction_input(X), self._union_points, self._expansion_weights,
                 self._expansion_bias, **self._kernel_params(), n_threads=thread_count(self.n_jobs),
             )
-        else:
-            kernels = self._kernel_to_supports(X)
-            values = np.column_stack([model.decision(kernel) for model, kernel in zip(self._models, kernels)])
-        return values * self._proba_slopes if calibrated else values
+        kernel = np.asarray(self._cross_kernel(self._validate_X(X, reset=False), self._union_support), np.float64)
+        return kernel @ self._expansion_weights + self._expansion_bias
 
     def _prediction_input(self, X):
         """``X`` ready for the Rust kernels; a NumPy array of the right shape takes a fast
@@ -462,17 +572,15 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         return _convert(self._validate_X(X, reset=False), dtype, "X")
 
     def decision_function(self, X):
-        """Signed distance to the Fisher threshold.
+        """Log-odds, or log-probabilities up to a constant: ``argmax`` gives ``predict``.
 
-        Binary: ``w'φ(x) + b`` of shape ``(n_samples,)``, positive for ``classes_[1]``.
-        Multiclass: the one-vs-rest log-odds ``log P(c|x)/(1 − P(c|x))``, shape
-        ``(n_samples, n_classes)``, whose argmax is ``predict``.
+        Two classes: the log-odds of ``classes_[1]``, shape ``(n_samples,)``. More classes,
+        shape ``(n_samples, n_classes)``: with the shared basis, each class's
+        log-probability up to a constant per sample (as ``LinearDiscriminantAnalysis``);
+        one-vs-rest, each class's log-odds against the rest.
         """
-        if "_models" not in self.__dict__:
-            check_is_fitted(self)
-        if len(self._models) == 1:
-            return self._per_model_decisions(X, calibrated=False)[:, 0]
-        return self._per_model_decisions(X, calibrated=True)
+        outputs = self._outputs(X)
+        return outputs[:, 0] if len(self.classes_) == 2 else outputs
 
     def predict(self, X):
         """Class labels: the argmax of :meth:`predict_proba` (where probabilities saturate to
@@ -481,34 +589,40 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         return self.classes_[np.argmax(probabilities, axis=1)]
 
     def predict_proba(self, X):
-        """Class probabilities from class-conditional Gaussians of the 1-D projections.
+        """Calibrated class probabilities, shape ``(n_samples, n_classes)``.
 
-        The two Gaussians share the pooled within-class variance and equal priors, so the
-        log-odds are linear in the decision function and ``predict_proba`` agrees with
-        ``predict``. One-vs-rest probabilities are normalised to sum to 1.
+        The discriminant's leave-one-out scores on the training set are calibrated (an
+        LDA on them, then a temperature fitted by log-loss), and the class priors added;
+        one-vs-rest probabilities are normalised to sum to 1.
         """
-        log_odds = self._per_model_decisions(X, calibrated=True)
-        if log_odds.shape[1] == 1:
-            positive = expit(log_odds[:, 0])
-            return np.column_stack([1.0 - positive, positive])
-        # Scaled by the largest in log space before normalising: where every one-vs-rest
-        # log-odds is far below zero, each expit underflows to 0, and 0/0 is NaN.
-        log_probabilities = log_expit(log_odds)
-        probabilities = np.exp(log_probabilities - log_probabilities.max(axis=1, keepdims=True))
-        return probabilities / probabilities.sum(axis=1, keepdims=True)
+        return self._probabilities(self._outputs(X))
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`, computed without rounding to ``-inf``."""
-        log_odds = self._per_model_decisions(X, calibrated=True)
-        if log_odds.shape[1] == 1:
-            return np.column_stack([log_expit(-log_odds[:, 0]), log_expit(log_odds[:, 0])])
-        log_probabilities = log_expit(log_odds)
-        return log_probabilities - logsumexp(log_probabilities, axis=1, keepdims=True)
+        return self._probabilities(self._outputs(X), log=True)
+
+    def _probabilities(self, outputs, log=False):
+        """Probabilities (or their logarithms) from the outputs' columns."""
+        if self._shared_multiclass():
+            return log_softmax(outputs, axis=-1) if log else softmax(outputs, axis=-1)
+        if outputs.shape[-1] == 1:
+            log_odds = outputs[..., 0]
+            if log:
+                return np.stack([log_expit(-log_odds), log_expit(log_odds)], axis=-1)
+            positive = expit(log_odds)
+            return np.stack([1.0 - positive, positive], axis=-1)
+        # Scaled by the largest in log space before normalising: where every one-vs-rest
+        # log-odds is far below zero, each expit underflows to 0, and 0/0 is NaN.
+        log_probabilities = log_expit(outputs)
+        if log:
+            return log_probabilities - logsumexp(log_probabilities, axis=-1, keepdims=True)
+        probabilities = np.exp(log_probabilities - log_probabilities.max(axis=-1, keepdims=True))
+        return probabilities / probabilities.sum(axis=-1, keepdims=True)
 
     def transform(self, X):
         """Nyström features ``φ(X) = K(X, support_vectors_) R'``: shape ``(n, k_)``.
 
-        For multiclass models the features of the one-vs-rest models are concatenated.
+        One-vs-rest, the features of the classes' models are concatenated.
         """
         kernels = self._kernel_to_supports(X)
         return np.hstack([model.transform(kernel) for model, kernel in zip(self._models, kernels)])
@@ -533,10 +647,11 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         """Decision values of the model truncated to its first ``k`` bases, for each ``k``.
 
         The greedy selection is nested, so one fit to ``k_`` holds every smaller model:
-        with the Cholesky-ordered Nyström features and the class statistics kept at fit
-        time, each truncated model is a ``k×k`` solve, and it equals a separate fit with
-        that ``k`` (for ``stages=1``; with stages the prefix differs from a separate fit
-        only if a pick inside a stage was skipped as degenerate).
+        with the Cholesky-ordered Nyström features, the discriminant's Cholesky factor
+        and the calibration of every prefix kept at fit time, each truncated model is a
+        ``k×k`` triangular solve, and it equals a separate fit with that ``k``,
+        probabilities included (for ``stages=1``; with stages the prefix differs from a
+        separate fit only if a pick inside a stage was skipped as degenerate).
 
         Parameters
         ----------
@@ -561,18 +676,35 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         """
         ks = self._check_ks(ks)
         kernels = self._kernel_to_supports(X)
-        binary = len(self._models) == 1
         path = []
         with one_blas_thread():
             features = [model.transform(kernel) for model, kernel in zip(self._models, kernels)]
             for k in ks:
-                values = []
+                outputs = []
                 for model, phi in zip(self._models, features):
-                    truncated = model.truncated(k)
-                    f = phi[:, : len(truncated.support)] @ truncated.coef + truncated.intercept
-                    values.append(f if binary else truncated.proba_slope * f)
-                path.append(values[0] if binary else np.column_stack(values))
+                    coef, intercept = model.truncated(k).linear()
+                    values = phi[:, : coef.shape[0]] @ coef + intercept
+                    outputs.append(values if self._shared_multiclass() else values[:, 1] - values[:, 0])
+                path.append(outputs[0] if len(outputs) == 1 else np.column_stack(outputs))
         return np.stack(path)
+
+    def proba_path(self, X, ks=None):
+        """:meth:`predict_proba` of the model truncated at each ``k``: shape
+        ``(len(ks), n_samples, n_classes)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.datasets import make_moons
+        >>> from gkfda import GreedyKFDA
+        >>> X, y = make_moons(300, noise=0.2, random_state=0)
+        >>> model = GreedyKFDA(k=40, gamma=2.0).fit(X, y)
+        >>> path = model.proba_path(X, ks=[10, 40])
+        >>> path.shape, bool(np.allclose(path[1], model.predict_proba(X)))
+        ((2, 300, 2), True)
+        """
+        path = self.decision_path(X, ks)
+        return self._probabilities(path if path.ndim == 3 else path[..., None])
 
     def error_path(self, X, y, ks=None):
         """Misclassification rate on ``(X, y)`` of the model truncated at each ``k``.

@@ -3,21 +3,17 @@
 The greedy selection is nested: a :class:`~gkfda.GreedyKFDA` fitted with the largest ``k``
 holds every smaller model, each of them a ``k×k`` solve away (its *sparsity path*). So
 the search fits one selection per fold and ``gamma``, and scores every ``k`` up to the
-ceiling from it. ``reg`` enters only the final Fisher solve, not the selection, so its
-grid costs the same ``k×k`` solves again and no new selection.
+ceiling from it. ``reg`` enters only the discriminant, not the selection, so each value of
+its grid refits the discriminant on the same bases (``O(m k²)``), with no new selection.
 """
 
 from __future__ import annotations
 
-import copy
-import dataclasses
 import numbers
 import time
 import warnings
 
 import numpy as np
-from scipy.linalg import get_lapack_funcs
-from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, _fit_context, clone
 from sklearn.metrics import check_scoring, get_scorer_names, log_loss
 from sklearn.model_selection import StratifiedKFold, check_cv
@@ -27,7 +23,6 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._model import fisher_discriminant, one_blas_thread
 from ._core import KERNELS
 from .estimator import GreedyKFDA, _default_gamma
 
@@ -37,7 +32,6 @@ GAMMA_EXPONENTS = (-7.0, -1.0)
 #: The ceiling of ``k`` when ``max_k=None`` (further capped by the training-fold size).
 DEFAULT_MAX_K = 100
 
-_potrf, _pocon, _potrs = get_lapack_funcs(("potrf", "pocon", "potrs"), dtype=np.float64)
 _EPSILON = np.finfo(np.float64).eps
 
 # Scorers computed straight from the path's decision values, with no model copied per k.
@@ -93,7 +87,7 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
         Processes (joblib) over the ``(fold, gamma)`` fits; ``None`` means one. Each fit
         uses the cores its process is given (all of them when ``n_jobs`` is one; joblib
         shares them out between its workers).
-    criterion, deflation, stages, kernel, degree, coef0, dtype, random_state
+    criterion, deflation, stages, kernel, degree, coef0, priors, multiclass, dtype, random_state
         Passed to every :class:`~gkfda.GreedyKFDA` fit; see there.
 
     Attributes
@@ -155,7 +149,7 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
         **{
             name: GreedyKFDA._parameter_constraints[name]
             for name in ("n_jobs", "criterion", "deflation", "stages", "kernel", "degree", "coef0",
-                         "dtype", "random_state")
+                         "priors", "multiclass", "dtype", "random_state")
         },
     }
 
@@ -173,6 +167,8 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
         kernel="rbf",
         degree=3,
         coef0=1.0,
+        priors=None,
+        multiclass="shared",
         dtype="float64",
         random_state=None,
     ):
@@ -188,6 +184,8 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
         self.kernel = kernel
         self.degree = degree
         self.coef0 = coef0
+        self.priors = priors
+        self.multiclass = multiclass
         self.dtype = dtype
         self.random_state = random_state
 
@@ -204,6 +202,8 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
             kernel=self.kernel,
             degree=self.degree,
             coef0=self.coef0,
+            priors=self.priors,
+            multiclass=self.multiclass,
             dtype=self.dtype,
             random_state=self.random_state,
         )
@@ -414,108 +414,26 @@ def _fit_and_score_path(base, X, y, train, test, gamma, max_k, regs, scoring, sc
     estimator.fit(X_train, y_train)
     fit_time = time.perf_counter() - start
     start = time.perf_counter()
-    if scorer is None:
-        scores = _path_scores(estimator, X_test, y_test, max_k, regs, scoring)
-    else:
-        models = list(_with_regs(estimator, regs))
-        scores = np.array(
-            [[scorer(model.truncate(k), X_test, y_test) for model in models] for k in range(1, max_k + 1)]
-        )
+    scores = np.empty((max_k, len(regs)))
+    for r, reg in enumerate(regs):
+        # The selection does not depend on reg: the same bases, the discriminants refitted.
+        model = estimator if reg == estimator.reg else estimator._refitted_with_reg(reg, X_train, y_train)
+        if scorer is None:
+            scores[:, r] = _path_scores(model, X_test, y_test, max_k, scoring)
+        else:
+            scores[:, r] = [scorer(model.truncate(k), X_test, y_test) for k in range(1, max_k + 1)]
     return scores, fit_time, time.perf_counter() - start
 
 
-def _with_regs(estimator, regs):
-    """Copies of a fitted ``estimator`` as fitted with each ``reg``: the selection does not
-    depend on it, so only the models' discriminants (solved again when truncated) change."""
-    for reg in regs:
-        model = copy.copy(estimator)
-        model.reg = reg
-        model._models = [dataclasses.replace(binary, reg=reg) for binary in estimator._models]
-        yield model
-
-
-def _path_scores(estimator, X, y, max_k, regs, scoring):
-    """Accuracy or minus the log loss of every ``(k, reg)``, from the Nyström features
-    of ``X`` computed once: what ``predict`` and ``predict_proba`` of the truncated
-    models give."""
+def _path_scores(estimator, X, y, max_k, scoring):
+    """Accuracy or minus the log loss of the model truncated at every ``k`` up to
+    ``max_k``: what ``predict`` and ``predict_proba`` of the truncated models give."""
     classes = estimator.classes_
-    binary = len(classes) == 2
+    probabilities = estimator.proba_path(X, ks=np.arange(1, max_k + 1))
     if scoring == "neg_log_loss":
-        log_loss(y, np.full((len(y), len(classes)), 1.0 / len(classes)), labels=classes)  # y's checks
-        rows, y_index = np.arange(len(y)), np.searchsorted(classes, y)
-    with one_blas_thread():
-        kernels = estimator._kernel_to_supports(X)
-        features = [model.transform(kernel) for model, kernel in zip(estimator._models, kernels)]
-        scores = np.empty((max_k, len(regs)))
-        for r, reg in enumerate(regs):
-            paths = [_discriminant_path(model.statistics, reg, max_k) for model in estimator._models]
-            for k in range(1, max_k + 1):
-                raw, log_odds = [], []
-                for path, phi in zip(paths, features):
-                    coef, intercept, slope = next(path)
-                    f = phi[:, : len(coef)] @ coef + intercept
-                    raw.append(f)
-                    log_odds.append(slope * f)
-                if scoring == "neg_log_loss":
-                    if binary:
-                        positive = expit(log_odds[0])
-                        probabilities = np.column_stack([1.0 - positive, positive])
-                    else:
-                        probabilities = expit(np.column_stack(log_odds))
-                        probabilities /= probabilities.sum(axis=1, keepdims=True)
-                    # log_loss(y, probabilities, labels=classes), without its per-call checks.
-                    true = np.clip(probabilities[rows, y_index], _EPSILON, 1.0 - _EPSILON)
-                    scores[k - 1, r] = np.mean(np.log(true))
-                else:
-                    if binary:
-                        predictions = classes[(raw[0] > 0).astype(int)]
-                    else:
-                        predictions = classes[np.argmax(np.column_stack(log_odds), axis=1)]
-                    scores[k - 1, r] = np.mean(predictions == y)
-    return scores
-
-
-def _discriminant_path(statistics, reg, max_k):
-    """``(coef, intercept, proba_slope)`` of the model truncated at each ``k`` from 1 to
-    ``max_k`` (beyond the model's own bases, the full model): ``fisher_discriminant`` of
-    each prefix of the class statistics, as ``BinaryModel.truncated`` computes it.
-
-    Its solve goes to LAPACK directly: at the path's sizes scipy.linalg.solve's checks
-    cost several times the solve itself, and a path makes one solve per ``k`` and class.
-    A system that solve would not take quietly (not positive definite, or ill-conditioned
-    enough for its warning) goes to ``fisher_discriminant`` itself.
-    """
-    within = (statistics.covariance_pos + statistics.covariance_neg) / 2.0
-    centre = statistics.mean_pos + statistics.mean_neg
-    difference = statistics.mean_pos - statistics.mean_neg
-    counts = statistics.count_pos, statistics.count_neg
-    size = len(difference)
-    for j in range(1, min(max_k, size) + 1):
-        trace = float(np.trace(within[:j, :j]))
-        system = within[:j, :j] + (reg * trace / j if trace > 0.0 else 1.0) * np.eye(j)
-        factor, info = _potrf(system, lower=True)
-        if info == 0:
-            rcond, info = _pocon(factor, np.abs(system).sum(axis=0).max(), uplo="L")
-        if info != 0 or not rcond >= _EPSILON:
-            yield fisher_discriminant(statistics.prefix(j), reg)
-            continue
-        coef = _potrs(factor, difference[:j], lower=True)[0]
-        intercept = -float(coef @ centre[:j]) / 2.0
-        yield coef, intercept, _proba_slope(statistics, coef, intercept, counts)
-    last = fisher_discriminant(statistics, reg) if size else None
-    for _ in range(size, max_k):
-        yield last
-
-
-def _proba_slope(statistics, coef, intercept, counts):
-    """``fisher_discriminant``'s log-odds slope of the two 1-D Gaussians (pooled variance)."""
-    j = len(coef)
-    means = statistics.mean_pos[:j], statistics.mean_neg[:j]
-    covariances = statistics.covariance_pos[:j, :j], statistics.covariance_neg[:j, :j]
-    centres = [float(coef @ mean) + intercept for mean in means]
-    variances = [float(coef @ covariance @ coef) for covariance in covariances]
-    m = sum(counts)
-    pooled = (counts[0] * variances[0] + counts[1] * variances[1]) / m
-    mean_square = sum(n * (v + c**2) for n, v, c in zip(counts, variances, centres)) / m
-    pooled = max(pooled, 1e-12 * mean_square + 1e-300)
-    return float((centres[0] - centres[1]) / pooled)
+        log_loss(y, probabilities[0], labels=classes)  # y's checks
+        true = probabilities[:, np.arange(len(y)), np.searchsorted(classes, y)]
+        # log_loss(y, probabilities, labels=classes) for every k, without its per-call checks.
+        return np.mean(np.log(np.clip(true, _EPSILON, 1.0 - _EPSILON)), axis=1)
+    predictions = classes[np.argmax(probabilities, axis=2)]
+    return np.mean(predictions == np.asarray(y)[None, :], axis=1)

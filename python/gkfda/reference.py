@@ -199,32 +199,91 @@ def nystrom_projection(K_sub):
     return np.linalg.cholesky(inverse).T
 
 
-def fit_model(K, y, indices, reg=1e-4):
-    """Nyström projection and Fisher discriminant of paper 000 eq. (1) in that space.
+def fit_model(K, y, indices, reg=1e-4, priors=None):
+    """The calibrated Fisher discriminant of ``GreedyKFDA`` on the bases ``indices``,
+    straight from its definition (docs/architecture.md, "The discriminant and its
+    calibration"), for labels ``y`` of any number of classes.
 
-    The features ``Φ = K[:, i] R'`` are centred at the midpoint of the class means, so
-    that eq. (1)'s ``Φ'y`` is proportional to the mean difference; the within-class
-    matrix is ``Φ'BΦ`` scaled to the average class covariance, plus a ridge of ``reg``
-    times its mean eigenvalue. The bias puts the threshold at the midpoint of the
-    projected class means.
+    Leave-one-out is done literally, one ridge regression per left-out sample, and the
+    temperature by a bounded scalar minimisation, where the estimator uses closed forms.
     """
-    y = np.where(np.asarray(y) > 0, 1.0, -1.0)
-    m = y.size
-    pos = y > 0
-    m_pos, m_neg = pos.sum(), (~pos).sum()
+    from scipy.optimize import minimize_scalar
+
+    classes, codes = np.unique(np.asarray(y), return_inverse=True)
+    n_classes, m = len(classes), len(codes)
+    counts = np.bincount(codes)
+    weights = m / (n_classes * counts[codes])
+    targets = np.eye(n_classes)[codes][:, 1:]
     R = nystrom_projection(np.asarray(K)[np.ix_(indices, indices)])
     Phi = np.asarray(K, dtype=np.float64)[:, indices] @ R.T
-    midpoint = (Phi[pos].mean(0) + Phi[~pos].mean(0)) / 2.0
-    Phic = Phi - midpoint
-    D, C = _class_weights(y)
-    within = Phic.T @ (np.diag(D) - C) @ Phic * (m / (4.0 * m_pos * m_neg))
-    between = Phic.T @ y * (2.0 / m)
-    ridge = reg * np.trace(within) / len(indices)
-    w = np.linalg.solve(within + ridge * np.eye(len(indices)), between)
-    b = -w @ midpoint
-    return {"R": R, "w": w, "b": b}
+    scale = float(np.mean(np.diag(K)))
+    ridge = m * max(reg, 1e-8) * (scale if scale > 0 else 1.0)
+
+    def regression(rows):
+        w = weights[rows]
+        mean_phi = w @ Phi[rows] / w.sum()
+        mean_y = w @ targets[rows] / w.sum()
+        centred = Phi[rows] - mean_phi
+        gram = centred.T @ (w[:, None] * centred) + ridge * np.eye(Phi.shape[1])
+        beta = np.linalg.solve(gram, centred.T @ (w[:, None] * (targets[rows] - mean_y)))
+        return mean_phi, mean_y, beta
+
+    def scores(fit, rows):
+        mean_phi, mean_y, beta = fit
+        return mean_y + (Phi[rows] - mean_phi) @ beta
+
+    everyone = np.arange(m)
+    full = regression(everyone)
+    left_out = np.array([scores(regression(everyone != i), [i])[0] for i in range(m)])
+
+    # LDA on the leave-one-out scores, covariance shrunk 0.3 toward its mean eigenvalue.
+    centre = left_out.mean(axis=0)
+    S = left_out - centre
+    dims = S.shape[1]
+    means = np.array([S[codes == c].mean(axis=0) for c in range(n_classes)])
+    covariance = (S - means[codes]).T @ (S - means[codes]) / m
+    trace = np.trace(covariance)
+    floor = 1e-9 * trace / dims + 1e-12 * np.sum(S**2) / m + 1e-300
+    covariance = 0.7 * covariance + (0.3 * trace / dims + floor) * np.eye(dims)
+    P = np.linalg.solve(covariance, means.T)
+    quadratic = np.einsum("cd,dc->c", means, P)
+    Z = S @ P - quadratic / 2.0
+
+    # One temperature, by the cross-entropy to Platt's smoothed targets.
+    log_empirical = np.log(counts / m)
+    true = (counts[codes] + 1.0) / (counts[codes] + 2.0)
+    smoothed = np.repeat(((1.0 - true) / (n_classes - 1))[:, None], n_classes, axis=1)
+    smoothed[everyone, codes] = true
+
+    def cross_entropy(T):
+        logits = T * Z + log_empirical
+        logits = logits - logits.max(axis=1, keepdims=True)
+        return -np.sum(smoothed * (logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))))
+
+    T = minimize_scalar(cross_entropy, bounds=(0.0, 1e6), method="bounded", options={"xatol": 1e-12}).x
+    A, c = T * P, -T * (quadratic / 2.0 + centre @ P)
+
+    # A calibration that ranks the training points' own scores worse than the priors is
+    # an artefact of leave-one-out: the priors alone.
+    own = scores(full, everyone) @ A + c + log_empirical
+    own = own - own.max(axis=1, keepdims=True)
+    own_loss = -np.mean((own - np.log(np.exp(own).sum(axis=1, keepdims=True)))[everyone, codes])
+    if own_loss > -np.mean(log_empirical[codes]):
+        A, c = np.zeros_like(A), np.zeros_like(c)
+    log_priors = log_empirical if priors is None else np.log(np.asarray(priors, dtype=np.float64))
+    mean_phi, mean_y, beta = full
+    return {"R": R, "mean_phi": mean_phi, "mean_y": mean_y, "beta": beta, "A": A, "c": c + log_priors}
+
+
+def predict_log_proba(model, K_cross_support):
+    """Log class probabilities; ``K_cross_support`` is ``K(Z, X[indices])``."""
+    phi = np.asarray(K_cross_support, dtype=np.float64) @ model["R"].T
+    logits = (model["mean_y"] + (phi - model["mean_phi"]) @ model["beta"]) @ model["A"] + model["c"]
+    logits = logits - logits.max(axis=1, keepdims=True)
+    return logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
 
 
 def decision_function(model, K_cross_support):
-    """``w'φ(z) + b`` with ``φ(z) = R k(z)``; ``K_cross_support`` is ``K(Z, X[i])``."""
-    return np.asarray(K_cross_support, dtype=np.float64) @ model["R"].T @ model["w"] + model["b"]
+    """Two classes: the log-odds of the second; more: the log-probabilities."""
+    log_proba = predict_log_proba(model, K_cross_support)
+    return log_proba[:, 1] - log_proba[:, 0] if log_proba.shape[1] == 2 else log_proba

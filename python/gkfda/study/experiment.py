@@ -54,6 +54,7 @@ class Task:
 
 def _path_errors(benchmark, protocol: Protocol, params: dict, realisations) -> tuple[np.ndarray, np.ndarray]:
     """Validation error of every ``k`` of the grid, averaged over realisations and folds."""
+    params = {**params, **protocol.model_params()}
     folds = list(protocol.cv_splits(benchmark, realisations))
     ks = protocol.k_grid(min(len(y) for _, _, y, _, _ in folds))
     errors = []
@@ -66,18 +67,23 @@ def _path_errors(benchmark, protocol: Protocol, params: dict, realisations) -> t
 def select_gamma(benchmark, protocol: Protocol = Protocol()) -> dict:
     """Step 1: the kernel width of the original algorithm by cross-validation."""
     criterion, deflation, stages = ORIGINAL
-    chosen, best_errors = [], []
+    chosen, best_errors, scored = [], [], set()
     for r in protocol.cv_range(benchmark):
-        scores = []
-        for width in protocol.widths:
-            params = {"criterion": criterion, "deflation": deflation, "stages": stages, "gamma": 1.0 / width}
-            scores.append(_path_errors(benchmark, protocol, params, [r])[1].min())
-        best = int(np.argmin(scores))  # ties: the smallest width
-        chosen.append(protocol.widths[best])
+        scores = {}
+        pending = list(protocol.widths)
+        while pending:
+            for width in pending:
+                params = {"criterion": criterion, "deflation": deflation, "stages": stages, "gamma": 1.0 / width}
+                scores[width] = _path_errors(benchmark, protocol, params, [r])[1].min()
+            widths = sorted(scores)
+            best = widths[int(np.argmin([scores[w] for w in widths]))]  # ties: the smallest width
+            pending = protocol.wider_widths(widths, best)
+        chosen.append(best)
         best_errors.append(scores[best])
+        scored.update(scores)
     width = float(np.median(chosen))
     # An even count could put the median between two grid values; keep it on the grid.
-    width = min(protocol.widths, key=lambda w: (abs(np.log2(w) - np.log2(width)), w))
+    width = min(scored, key=lambda w: (abs(np.log2(w) - np.log2(width)), w))
     return {"gamma": 1.0 / width, "width": width, "cv_error": float(np.mean(best_errors)), "split_widths": chosen}
 
 
@@ -109,7 +115,7 @@ def _timed_fit(model, X, y):
 def run_variant(task: Task) -> dict:
     """Steps 2 and 3 for one greedy variant on one data set."""
     benchmark, protocol, variant = load_benchmark(task.dataset), task.protocol, task.variant
-    params = {**variant.params(), "gamma": task.gamma}
+    params = {**variant.params(), "gamma": task.gamma, **protocol.model_params()}
     ks, cv_errors = _path_errors(benchmark, protocol, params, protocol.cv_range(benchmark))
     best = int(np.argmin(cv_errors))
     k = int(ks[best])
@@ -137,14 +143,15 @@ def _path_row(dataset, method, curve, k, error):
     return {"dataset": dataset, "method": method, "curve": curve, "k": int(k), "error": float(error)}
 
 
-def _kfda(gamma, reg):
+def _kfda(gamma, reg, protocol):
     # Full KFDA: every training point is a basis, so the Nyström features span the whole
     # empirical feature space; `random` order with no deflation takes them all.
-    return GreedyKFDA(k=1, criterion="random", deflation="none", gamma=gamma, reg=reg, n_jobs=1, random_state=0)
+    return GreedyKFDA(k=1, criterion="random", deflation="none", gamma=gamma, reg=reg, n_jobs=1, random_state=0,
+                      **protocol.model_params())
 
 
-def _fit_kfda(gamma, reg, X, y):
-    return _kfda(gamma, reg).set_params(k=len(y)).fit(X, y)
+def _fit_kfda(gamma, reg, X, y, protocol):
+    return _kfda(gamma, reg, protocol).set_params(k=len(y)).fit(X, y)
 
 
 def _median_on_grid(values, grid):
@@ -154,8 +161,6 @@ def _median_on_grid(values, grid):
 
 def run_kfda(task: Task) -> dict:
     """Full regularised KFDA: width and ridge by the same cross-validation."""
-    from .._model import fisher_discriminant
-
     benchmark, protocol = load_benchmark(task.dataset), task.protocol
     chosen_widths, chosen_regs, best_errors = [], [], []
     for r in protocol.cv_range(benchmark):
@@ -163,14 +168,11 @@ def run_kfda(task: Task) -> dict:
         scores = np.zeros((len(protocol.widths), len(KFDA_REGS)))
         for train, valid in protocol.fold_indices(y, r):
             for i, width in enumerate(protocol.widths):
-                model = _fit_kfda(1.0 / width, KFDA_REGS[0], X[train], y[train])
-                (binary,) = model._models
-                phi = model.transform(X[valid])
+                model = _fit_kfda(1.0 / width, KFDA_REGS[0], X[train], y[train], protocol)
                 for j, reg in enumerate(KFDA_REGS):
-                    # The ridge only enters the final k×k solve: reuse the features.
-                    coef, intercept, _ = fisher_discriminant(binary.statistics, reg)
-                    predicted = model.classes_[(phi @ coef + intercept > 0).astype(int)]
-                    scores[i, j] += np.mean(predicted != y[valid]) / protocol.folds
+                    # The ridge only enters the discriminant: the same bases, refitted.
+                    refitted = model if j == 0 else model._refitted_with_reg(reg, X[train], y[train])
+                    scores[i, j] += (1.0 - refitted.score(X[valid], y[valid])) / protocol.folds
         i, j = np.unravel_index(int(np.argmin(scores)), scores.shape)
         chosen_widths.append(protocol.widths[i])
         chosen_regs.append(KFDA_REGS[j])
@@ -180,7 +182,7 @@ def run_kfda(task: Task) -> dict:
     rows = []
     for r in protocol.test_range(benchmark):
         X_train, y_train, X_test, y_test = benchmark.split(r)
-        model = _kfda(1.0 / width, reg).set_params(k=len(y_train))
+        model = _kfda(1.0 / width, reg, protocol).set_params(k=len(y_train))
         fit_time = _timed_fit(model, X_train, y_train)
         rows.append(_row(
             benchmark, r, "kfda", gamma=1.0 / width, k=len(y_train), k_used=int(model.k_),
@@ -331,6 +333,12 @@ def run_experiment(config: ExperimentConfig, out, progress: bool = True, log=pri
 
     start = time.perf_counter()
     directory = ResultsDirectory(out)
+    made_with = _protocol_of(directory)
+    if made_with not in (None, config.protocol.name):
+        raise ValueError(
+            f"out: {directory.path} holds results of the {made_with} protocol; resuming it with the "
+            f"{config.protocol.name} protocol would mix the two: use another directory"
+        )
     config.datasets = [load_benchmark(name).name for name in config.datasets]
     expected = _expected_rows(config)
     gammas, complete = directory.done(expected)
@@ -368,6 +376,14 @@ def run_experiment(config: ExperimentConfig, out, progress: bool = True, log=pri
     wall = time.perf_counter() - start
     _write_config(directory, config, wall)
     return {"tasks_run": total, "tasks_skipped": skipped, "wall_time_s": wall, "out": str(directory.path)}
+
+
+def _protocol_of(directory: ResultsDirectory) -> str | None:
+    """The protocol the results in ``directory`` were made with (None: no results yet)."""
+    path = directory.path / "config.json"
+    if not path.exists():
+        return None
+    return json.loads(path.read_text()).get("protocol", {}).get("name", "paper000")
 
 
 def _write_config(directory: ResultsDirectory, config: ExperimentConfig, wall: float) -> None:
