@@ -2,7 +2,8 @@
 //!
 //! The Rust core: kernel matrices ([`kernel`]) and the greedy basis selection of
 //! Diethe (2015), Algorithm 1 ([`selection`]), with every selection criterion, deflation
-//! and stage count, in O(m²) per pick over a read-only kernel. It knows nothing of
+//! and stage count, in O(m²) per pick over a read-only kernel; and the temperatures of the
+//! models' probability calibration ([`calibration`]). It knows nothing of
 //! Python; the optional `python` feature adds the one binding module.
 //!
 //! ```
@@ -26,6 +27,7 @@ extern crate self as gkfda;
 #[path = "../tests/common/mod.rs"]
 mod test_common;
 
+pub mod calibration;
 pub mod error;
 pub mod kernel;
 mod params;

@@ -3,13 +3,17 @@
 //! errors to Python exceptions. Input validation of user data (shapes, dtypes,
 //! finiteness) happens once, in the Python layer; parameters are checked by the core.
 
+use crate::calibration;
 use crate::error::Error;
 use crate::kernel::{self, Kernel};
 use crate::real::Real;
 use crate::selection;
 use crate::simd;
 use crate::{Criterion, Deflation, GreedyParams};
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{
+    IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
+    PyReadonlyArray3,
+};
 use pyo3::exceptions::{PyKeyboardInterrupt, PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -218,6 +222,24 @@ fn kernel_expansion<'py>(
     Err(PyTypeError::new_err(
         "x: x and basis must be 2-D arrays of one dtype, float32 or float64",
     ))
+}
+
+/// The calibration's temperature of each prefix `b` (float64): the `T ≥ 0` minimising the
+/// cross-entropy of `softmax(T·log_odds[b, i] + log_priors)` to `targets[i]`.
+#[pyfunction]
+#[pyo3(signature = (log_odds, targets, log_priors, *, n_threads=1))]
+fn softmax_temperatures<'py>(
+    py: Python<'py>,
+    log_odds: PyReadonlyArray3<'py, f64>,
+    targets: PyReadonlyArray2<'py, f64>,
+    log_priors: PyReadonlyArray1<'py, f64>,
+    n_threads: usize,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let (z, wanted) = (log_odds.as_array(), targets.as_array());
+    let priors = log_priors.as_array().to_vec();
+    let temperatures =
+        py.detach(|| calibration::softmax_temperatures(z, wanted, &priors, n_threads))?;
+    Ok(temperatures.into_pyarray(py))
 }
 
 /// A selection's indices, whether it stopped early, and its passes over the kernel.
@@ -469,6 +491,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(greedy_select, module)?)?;
     module.add_function(wrap_pyfunction!(greedy_select_many, module)?)?;
     module.add_function(wrap_pyfunction!(kernel_expansion, module)?)?;
+    module.add_function(wrap_pyfunction!(softmax_temperatures, module)?)?;
     module.add_function(wrap_pyfunction!(default_tol, module)?)?;
     module.add_function(wrap_pyfunction!(simd_level, module)?)?;
     module.add_function(wrap_pyfunction!(simd_levels, module)?)?;

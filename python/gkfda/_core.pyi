@@ -75,6 +75,17 @@ def greedy_select_many(
     ``(indices, stopped_early, kernel_passes)`` per problem.
     """
 
+def softmax_temperatures(
+    log_odds: npt.NDArray[np.float64],
+    targets: npt.NDArray[np.float64],
+    log_priors: npt.NDArray[np.float64],
+    *,
+    n_threads: int = 1,
+) -> npt.NDArray[np.float64]:
+    """The calibration's temperature of each prefix ``b``: the ``T ≥ 0`` minimising the
+    cross-entropy of ``softmax(T·log_odds[b, i] + log_priors)`` to ``targets[i]``.
+    ``log_odds`` has shape ``(B, m, C)``, ``targets`` ``(m, C)``, ``log_priors`` ``(C,)``."""
+
 def kernel_expansion(
     x: npt.NDArray[np.floating],
     basis: npt.NDArray[np.floating],
