@@ -237,13 +237,13 @@ pub(crate) struct ValidParams {
 }
 
 impl GreedyParams {
-    /// These parameters for a selection over `kernel` with labels `positive`, checked.
+    /// These parameters for a selection over `kernel` with class codes `classes`, checked.
     pub(crate) fn check<F: Real>(
         &self,
         kernel: &ArrayView2<F>,
-        positive: &[bool],
+        classes: &[u32],
     ) -> Result<ValidParams> {
-        validate(kernel, positive, self)?;
+        validate(kernel, classes, self)?;
         Ok(ValidParams {
             k: self.k,
             criterion: self.criterion,
@@ -258,11 +258,36 @@ impl GreedyParams {
     }
 }
 
-fn validate<F: Real>(
-    kernel: &ArrayView2<F>,
-    positive: &[bool],
-    params: &GreedyParams,
-) -> Result<()> {
+/// Class codes run from 0 to `C − 1`, `C ≥ 2`, every class with a sample.
+fn validate_classes(classes: &[u32]) -> Result<()> {
+    let m = classes.len();
+    // A code of `m` or more leaves some code below it without a sample.
+    let mut present = vec![false; m];
+    for &c in classes {
+        match present.get_mut(c as usize) {
+            Some(seen) => *seen = true,
+            None => {
+                return Err(Error::invalid(
+                    "y",
+                    format!("class code {c} is not below the number of samples ({m}): the codes must run from 0 to C - 1, every class present"),
+                ))
+            }
+        }
+    }
+    let n_classes = classes.iter().max().map_or(0, |&c| c as usize + 1);
+    if n_classes <= 2 && present[..n_classes].iter().filter(|&&p| p).count() < 2 {
+        return Err(Error::invalid("y", "needs samples of both classes"));
+    }
+    if let Some(missing) = present[..n_classes].iter().position(|&p| !p) {
+        return Err(Error::invalid(
+            "y",
+            format!("has no sample of class {missing}: the codes must run from 0 to C - 1 = {}, every class present", n_classes - 1),
+        ));
+    }
+    Ok(())
+}
+
+fn validate<F: Real>(kernel: &ArrayView2<F>, classes: &[u32], params: &GreedyParams) -> Result<()> {
     let (rows, cols) = kernel.dim();
     if rows != cols {
         return Err(Error::invalid(
@@ -270,19 +295,16 @@ fn validate<F: Real>(
             format!("must be square, got shape ({rows}, {cols})"),
         ));
     }
-    if positive.len() != rows {
+    if classes.len() != rows {
         return Err(Error::invalid(
             "y",
             format!(
                 "has {} labels but the kernel has {rows} rows",
-                positive.len()
+                classes.len()
             ),
         ));
     }
-    let m_pos = positive.iter().filter(|&&p| p).count();
-    if m_pos == 0 || m_pos == rows {
-        return Err(Error::invalid("y", "needs samples of both classes"));
-    }
+    validate_classes(classes)?;
     if params.k == 0 || params.k > rows {
         return Err(Error::invalid(
             "k",

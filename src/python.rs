@@ -254,20 +254,26 @@ fn selection_tuple(py: Python<'_>, selection: selection::Selection) -> Selection
     )
 }
 
+/// The selections a call asks for: one over class codes ([`selection::select_classes`]),
+/// or two-class problems that may share passes ([`selection::select_many`]).
+enum Problems<'a> {
+    Classes(&'a [u32], GreedyParams),
+    TwoClass(&'a [(&'a [bool], GreedyParams)]),
+}
+
 fn select_typed<'py, F: Real + numpy::Element>(
     py: Python<'py>,
     kernel: PyReadonlyArray2<'py, F>,
-    problems: &[(&[bool], GreedyParams)],
-    many: bool,
+    problems: &Problems<'_>,
 ) -> PyResult<Vec<SelectionTuple<'py>>> {
     let view = kernel.as_array();
     // Always watched: a selection's length depends on more than the kernel's size (k,
     // stages, deflation), and a thread spawn is little beside even a small one.
     let selections = interruptible(py, |stop| match problems {
-        [(positive, params)] if !many => Ok(vec![selection::select_with_stop(
-            view, positive, params, stop,
+        Problems::Classes(classes, params) => Ok(vec![selection::select_classes_with_stop(
+            view, classes, params, stop,
         )?]),
-        _ => selection::select_many_with_stop(view, problems, stop),
+        Problems::TwoClass(problems) => selection::select_many_with_stop(view, problems, stop),
     })?;
     Ok(selections
         .into_iter()
@@ -275,19 +281,17 @@ fn select_typed<'py, F: Real + numpy::Element>(
         .collect())
 }
 
-/// The selections of `problems` over `kernel`, float64 or float32: by
-/// [`selection::select_many`] when `many`, else one by [`selection::select`].
+/// The selections of `problems` over `kernel`, float64 or float32.
 fn select_any<'py>(
     py: Python<'py>,
     kernel: &Bound<'py, PyAny>,
-    problems: &[(&[bool], GreedyParams)],
-    many: bool,
+    problems: &Problems<'_>,
 ) -> PyResult<Vec<SelectionTuple<'py>>> {
     if let Ok(k64) = kernel.extract::<PyReadonlyArray2<f64>>() {
-        return select_typed(py, k64, problems, many);
+        return select_typed(py, k64, problems);
     }
     if let Ok(k32) = kernel.extract::<PyReadonlyArray2<f32>>() {
-        return select_typed(py, k32, problems, many);
+        return select_typed(py, k32, problems);
     }
     Err(PyTypeError::new_err(
         "K: must be a 2-D float32 or float64 NumPy array",
@@ -337,10 +341,13 @@ fn params_of(
 
 /// Greedy basis selection over a precomputed symmetric kernel (borrowed, not copied).
 ///
-/// `y` is True for the positive class. Returns `(indices, stopped_early, kernel_passes)`.
-/// When the classes of `y` come in
-/// long runs (as `GreedyKFDA.fit` orders them), each pass splits the kernel's rows by class
-/// and does half the multiply-adds.
+/// `y` is either a 1-D boolean array, True for the positive class, or a 1-D integer array
+/// (int64 or int32) of class codes `0..C-1`, every class present, `C >= 2`: the `C` classes
+/// share one basis, scored by the Fisher criterion of its class sums. Two classes as codes
+/// are the boolean problem with code 1 for True and 0 for False (the same picks). Returns
+/// `(indices, stopped_early, kernel_passes)`. When the classes of `y` come in long runs (as
+/// `GreedyKFDA.fit` orders them), each pass splits the kernel's rows by class and does
+/// half the multiply-adds.
 #[pyfunction]
 #[pyo3(signature = (kernel, y, k, *, criterion="optimal", deflation="schur", stages=1, random_order=None, seed=0, tol=None, n_threads=1))]
 #[allow(clippy::too_many_arguments)]
@@ -357,9 +364,7 @@ fn greedy_select<'py>(
     tol: Option<f64>,
     n_threads: i64,
 ) -> PyResult<SelectionTuple<'py>> {
-    let y: PyReadonlyArray1<'py, bool> = y
-        .extract()
-        .map_err(|_| PyTypeError::new_err("y: must be a 1-D boolean NumPy array"))?;
+    let classes = class_codes(y)?;
     let random_order = random_order
         .map(|order| order_of(order.as_array().iter(), "random_order"))
         .transpose()?;
@@ -373,11 +378,38 @@ fn greedy_select<'py>(
         tol,
         n_threads,
     )?;
-    let y = y
-        .as_slice()
-        .map_err(|_| PyValueError::new_err("y: must be contiguous"))?;
-    let mut selections = select_any(py, kernel, &[(y, params)], false)?;
+    let mut selections = select_any(py, kernel, &Problems::Classes(&classes, params))?;
     Ok(selections.remove(0))
+}
+
+/// The class codes of `greedy_select`'s `y`: a boolean array's True as 1 and False as 0,
+/// or an integer array's codes, which must be non-negative (the core checks that every
+/// class from 0 to the largest code is present).
+fn class_codes(y: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
+    fn codes<'a, T: Copy + TryInto<u32> + 'a>(
+        values: impl IntoIterator<Item = &'a T>,
+    ) -> PyResult<Vec<u32>> {
+        values
+            .into_iter()
+            .map(|&code| {
+                code.try_into().map_err(|_| {
+                    PyValueError::new_err("y: class codes must be non-negative (and below 2**32)")
+                })
+            })
+            .collect()
+    }
+    if let Ok(y) = y.extract::<PyReadonlyArray1<'_, bool>>() {
+        return Ok(y.as_array().iter().map(|&p| u32::from(p)).collect());
+    }
+    if let Ok(y) = y.extract::<PyReadonlyArray1<'_, i64>>() {
+        return codes(y.as_array().iter());
+    }
+    if let Ok(y) = y.extract::<PyReadonlyArray1<'_, i32>>() {
+        return codes(y.as_array().iter());
+    }
+    Err(PyTypeError::new_err(
+        "y: must be a 1-D NumPy array of booleans or of integer class codes (int64 or int32)",
+    ))
 }
 
 /// [`greedy_select`] for the one-vs-rest problems `y[c]` (the rows of a 2-D boolean
@@ -435,7 +467,7 @@ fn greedy_select_many<'py>(
         let params = params_of(k, criterion, deflation, stages, order, seed, tol, n_threads)?;
         problems.push((positive.as_slice(), params));
     }
-    select_any(py, kernel, &problems, true)
+    select_any(py, kernel, &Problems::TwoClass(&problems))
 }
 
 /// Default relative tolerance of the numerical guards for a dtype name.

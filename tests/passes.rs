@@ -9,13 +9,15 @@ use gkfda::Real;
 
 #[test]
 fn grouped_products_are_the_sums_over_each_group_for_any_thread_count() {
-    for &m in &[5usize, 37, 130] {
+    // Two classes, and four (one group per class, in class order).
+    for (&m, n_classes) in [5usize, 37, 130].iter().flat_map(|m| [(m, 2u32), (m, 4)]) {
         let kernel = symmetric_kernel(m);
-        let labels: Vec<bool> = (0..m).map(|i| (i / 9) % 3 == 0).collect();
-        let groups = [
-            ColumnGroup::of_class::<f64>(&labels, true),
-            ColumnGroup::of_class::<f64>(&labels, false),
-        ];
+        let labels: Vec<u32> = (0..m as u32).map(|i| (i / 9) % 3 % n_classes).collect();
+        let groups: Vec<ColumnGroup> = (0..n_classes)
+            .map(|c| ColumnGroup::of_code::<f64>(&labels, c))
+            .collect();
+        let positive: Vec<bool> = labels.iter().map(|&c| c == 1).collect();
+        assert_eq!(groups[1], ColumnGroup::of_class::<f64>(&positive, true));
         let xs: Vec<Vec<f64>> = (0..6)
             .map(|j| (0..m).map(|i| ((i + 5 * j) % 7) as f64 - 3.0).collect())
             .collect();
@@ -38,7 +40,7 @@ fn grouped_products_are_the_sums_over_each_group_for_any_thread_count() {
                 &mut Workspace::default(),
             );
             assert_eq!(one, two, "thread count changed the result");
-            for (g, class) in [true, false].into_iter().enumerate() {
+            for (g, class) in (0..n_classes).enumerate() {
                 for j in 0..r {
                     for i in 0..m {
                         let naive: f64 = (0..m)

@@ -1,6 +1,6 @@
 """Type stubs of the Rust extension module (src/python.rs)."""
 
-from typing import List, Optional, Tuple
+from typing import List, Optional, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -31,7 +31,7 @@ def kernel_matrix(
 
 def greedy_select(
     kernel: npt.NDArray[np.floating],
-    y: npt.NDArray[np.bool_],
+    y: npt.NDArray[Union[np.bool_, np.int64, np.int32]],
     k: int,
     *,
     criterion: str = "optimal",
@@ -44,9 +44,16 @@ def greedy_select(
 ) -> Tuple[npt.NDArray[np.int64], bool, int]:
     """Greedy basis selection over a symmetric kernel, borrowed without a copy.
 
-    Returns ``(indices, stopped_early, kernel_passes)``. ``y`` is True for the positive class. When the classes of ``y``
-    come in long runs (as ``GreedyKFDA.fit`` orders them), each pass splits the kernel's
-    rows by class and does half the multiply-adds.
+    ``y`` is either a 1-D boolean array, True for the positive class, or a 1-D integer
+    array (int64 or int32) of class codes ``0..C-1``, every class present, ``C >= 2``: the
+    ``C`` classes share one basis, scored by the Fisher criterion of its class sums.
+    Two classes as codes are the boolean problem with code 1 for True and 0 for False (the
+    same picks). Returns ``(indices, stopped_early, kernel_passes)``. When the classes of
+    ``y`` come in long runs (as ``GreedyKFDA.fit`` orders them), each pass splits the
+    kernel's rows by class and does half the multiply-adds.
+
+    Raises ValueError naming ``y`` for a negative code, a class from 0 to the largest code
+    without a sample, or a single class; TypeError for another dtype.
     """
 
 def greedy_select_many(

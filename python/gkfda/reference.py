@@ -9,6 +9,11 @@ test oracle of the Rust engine and the baseline of the benchmarks, not the fast 
 
 Semantics shared with the Rust engine (so that both pick the same indices):
 
+* ``C ≥ 2`` classes share one basis: column ``i`` of ``K_t`` has the class sums
+  ``s_c[i] = Σ_{j∈c} K_t[j, i]``; with ``w_c = H/m_c`` (``H`` the harmonic mean of the class
+  sizes ``m_c``) and ``D_j = w_c`` on class ``c``, it scores the numerator
+  ``Σ_{c<c'} (s_c[i] − s_c'[i])²`` over the denominator ``d_i − Σ_c (w_c/m_c) s_c[i]²``,
+  which for two classes are ``(p − n)²`` and the paper's ``c_i'Bc_i``;
 * admissible candidates are the columns not chosen or skipped before, whose
   ``d_i = Σ_j D_j K_t[j, i]²`` exceeds ``tol · d_i(K_0)`` and, for the ``optimal`` and
   ``reverse`` criteria, whose denominator ``c_i'Bc_i`` exceeds the same threshold;
@@ -55,6 +60,22 @@ def rbf_kernel(X, Z, gamma):
     Z = np.asarray(Z, dtype=float)
     sq = (X**2).sum(1)[:, None] + (Z**2).sum(1)[None, :] - 2.0 * X @ Z.T
     return np.exp(-gamma * np.maximum(sq, 0.0))
+
+
+def _class_codes(y):
+    """Class codes ``0..C-1`` of ``select``'s ``y``: booleans and signed labels as two
+    classes (``y > 0`` is code 1), non-negative integers as they are."""
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y: must be 1-D, got shape {y.shape}")
+    if y.dtype == bool or not np.issubdtype(y.dtype, np.integer) or (y < 0).any():
+        codes = (y > 0).astype(np.int64)
+    else:
+        codes = y.astype(np.int64)
+    sizes = np.bincount(codes)
+    if sizes.size < 2 or not sizes.all():
+        raise ValueError("y: needs class codes 0..C-1 with C >= 2, every class present")
+    return codes
 
 
 def _within_class_diagonal(y):
@@ -111,7 +132,9 @@ def select(
     K : array of shape (m, m)
         Symmetric PSD training kernel. It is copied, never modified.
     y : array of shape (m,)
-        Labels in {-1, +1}.
+        Two-class labels, booleans or signs (``y > 0`` is the positive class), or
+        non-negative integer class codes ``0..C-1``, every class present (for two
+        classes code 1 is the positive class).
     k : int
         Number of bases to choose.
     criterion, deflation : str
@@ -134,13 +157,16 @@ def select(
     if deflation not in DEFLATIONS:
         raise ValueError(f"deflation must be one of {DEFLATIONS}, got {deflation!r}")
     Kt = np.array(K, dtype=np.float64, copy=True)
-    y = np.where(np.asarray(y) > 0, 1.0, -1.0)
-    m = y.size
+    codes = _class_codes(y)
+    m = codes.size
     tol = default_tol(np.asarray(K).dtype) if tol is None else tol
-    D = _within_class_diagonal(y)
-    pos = y > 0
-    m_pos, m_neg = pos.sum(), m - pos.sum()
-    alpha, beta = 2.0 * m_neg / (m * m_pos), 2.0 * m_pos / (m * m_neg)
+    sizes = np.bincount(codes).astype(np.float64)
+    n_classes = sizes.size
+    harmonic = n_classes / np.sum(1.0 / sizes)
+    w = harmonic / sizes  # D on each class; for two classes 2·m_other/m
+    D = w[codes]
+    members = (codes[None, :] == np.arange(n_classes)[:, None]).astype(np.float64)  # C×m
+    pairs = [(c, other) for c in range(n_classes) for other in range(c + 1, n_classes)]
     d0 = D @ Kt**2
     threshold = tol * d0
     blocked = np.zeros(m, dtype=bool)  # chosen or skipped: never a candidate again
@@ -151,10 +177,11 @@ def select(
         rank = np.empty(m)
         rank[order] = np.arange(m)
     while len(chosen) < k:
-        a = Kt.T @ y
+        sums = members @ Kt  # sums[c, i]: column i's sum over class c
         d = D @ Kt**2
-        # c'Bc = Σ_j D_j c_j² − α(Σ_{j∈+} c_j)² − β(Σ_{j∈−} c_j)²: B = D − C expanded.
-        denom = d - alpha * Kt[pos].sum(0) ** 2 - beta * Kt[~pos].sum(0) ** 2
+        numerator = sum((sums[c] - sums[other]) ** 2 for c, other in pairs)
+        # c'Bc = Σ_j D_j c_j² − Σ_c (w_c/m_c)(Σ_{j∈c} c_j)²: B = D − C expanded.
+        denom = d - (w / sizes) @ sums**2
         admissible = ~blocked & (d > threshold)
         if criterion in ("optimal", "reverse"):
             admissible &= denom > threshold
@@ -162,10 +189,10 @@ def select(
             break
         with np.errstate(divide="ignore", invalid="ignore"):
             score = {
-                "optimal": a**2 / denom,
-                "pseudo": a**2,
-                "reverse": -(a**2) / denom,
-                "reverse-pseudo": -(a**2),
+                "optimal": numerator / denom,
+                "pseudo": numerator,
+                "reverse": -numerator / denom,
+                "reverse-pseudo": -numerator,
                 "random": -rank if criterion == "random" else None,
             }[criterion]
         candidates = np.flatnonzero(admissible)

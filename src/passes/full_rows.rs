@@ -321,3 +321,48 @@ pub(crate) fn column_statistics<F: Real>(
     let d = (0..m).map(|i| stats[3 * i + 2]).collect();
     (p, n, d)
 }
+
+/// The class sums and `d` of the initial kernel in one pass, for classes that form few
+/// runs of columns (`groups`, one per class): each row's sum and sum of squares over each
+/// run, from one read of the run, `(s_c[i], d_i = Σ_c w_c Σ_{j∈c} K_ij²)`, which for a
+/// symmetric `K` are the column statistics.
+pub(crate) fn class_statistics<F: Real>(
+    pool: &rayon::ThreadPool,
+    kernel: &[F],
+    m: usize,
+    groups: &[ColumnGroup],
+    class_weights: &[F],
+) -> (Vec<Vec<F>>, Vec<F>) {
+    let n_classes = groups.len();
+    let width = n_classes + 1; // per row: the class sums, then `d`
+    let ones = vec![F::one(); m];
+    let mut stats = vec![F::zero(); width * m];
+    pool.install(|| {
+        stats
+            .par_chunks_mut(width * ROWS_PER_TASK)
+            .enumerate()
+            .for_each(|(task, out_rows)| {
+                for (offset, out) in out_rows.chunks_exact_mut(width).enumerate() {
+                    let i = task * ROWS_PER_TASK + offset;
+                    let row = &kernel[i * m..(i + 1) * m];
+                    let mut d = F::zero();
+                    for ((sum, group), &w) in out.iter_mut().zip(groups).zip(class_weights) {
+                        let mut squares = F::zero();
+                        for run in &group.whole {
+                            let piece = &row[run.clone()];
+                            let [s, q] = crate::simd::dots(piece, [&ones[run.clone()], piece]);
+                            *sum += s;
+                            squares += q;
+                        }
+                        d += w * squares;
+                    }
+                    out[n_classes] = d;
+                }
+            });
+    });
+    let sums = (0..n_classes)
+        .map(|c| (0..m).map(|i| stats[width * i + c]).collect())
+        .collect();
+    let d = (0..m).map(|i| stats[width * i + n_classes]).collect();
+    (sums, d)
+}

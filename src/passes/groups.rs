@@ -20,10 +20,19 @@ impl ColumnGroup {
 
     /// The columns where `labels` equals `class`, as maximal runs.
     pub fn of_class<F: Real>(labels: &[bool], class: bool) -> Self {
+        Self::of_label::<F, bool>(labels, class)
+    }
+
+    /// The columns of class `code` among the class codes `codes`, as maximal runs.
+    pub fn of_code<F: Real>(codes: &[u32], code: u32) -> Self {
+        Self::of_label::<F, u32>(codes, code)
+    }
+
+    fn of_label<F: Real, L: PartialEq>(labels: &[L], class: L) -> Self {
         let mut runs = Vec::new();
         let mut start = None;
-        for (i, &label) in labels.iter().chain(std::iter::once(&!class)).enumerate() {
-            match (label == class, start) {
+        for (i, label) in labels.iter().enumerate() {
+            match (*label == class, start) {
                 (true, None) => start = Some(i),
                 (false, Some(s)) => {
                     runs.push(s..i);
@@ -31,6 +40,9 @@ impl ColumnGroup {
                 }
                 _ => {}
             }
+        }
+        if let Some(s) = start {
+            runs.push(s..labels.len());
         }
         Self::of_runs::<F>(runs.into_iter())
     }
@@ -58,7 +70,7 @@ impl ColumnGroup {
     }
 
     /// Number of maximal runs of equal labels: a pass split by class pays a little per run.
-    pub fn count_runs(labels: &[bool]) -> usize {
+    pub fn count_runs<L: PartialEq>(labels: &[L]) -> usize {
         1 + labels.windows(2).filter(|pair| pair[0] != pair[1]).count()
     }
 }

@@ -25,7 +25,7 @@ mod symmetric;
 mod tests;
 
 pub(crate) use combine::combine_chunk;
-pub(crate) use full_rows::column_statistics;
+pub(crate) use full_rows::{class_statistics, column_statistics};
 use full_rows::{products, products_packed};
 pub use groups::ColumnGroup;
 use symmetric::symmetric_products;

@@ -20,17 +20,15 @@ impl<'a, F: Real> Engine<'a, F> {
             if blocked[i] || (self.tracks_d && self.d[i] <= self.threshold[i]) {
                 continue;
             }
-            let a = self.p[i] - self.n[i];
-            let denominator =
-                self.d[i] - self.alpha * self.p[i] * self.p[i] - self.beta * self.n[i] * self.n[i];
+            let (numerator, denominator) = self.fisher_terms(i);
             if criterion.uses_denominator() && denominator <= self.threshold[i] {
                 continue;
             }
             let score = match criterion {
-                Criterion::Optimal => a * a / denominator,
-                Criterion::Pseudo => a * a,
-                Criterion::Reverse => -(a * a / denominator),
-                Criterion::ReversePseudo => -(a * a),
+                Criterion::Optimal => numerator / denominator,
+                Criterion::Pseudo => numerator,
+                Criterion::Reverse => -(numerator / denominator),
+                Criterion::ReversePseudo => -numerator,
                 Criterion::Random => -F::from_f64(rank[i] as f64),
             };
             scored.push((score, i));
@@ -45,6 +43,36 @@ impl<'a, F: Real> Engine<'a, F> {
         }
         scored.sort_by(best_first);
         scored.into_iter().map(|(_, i)| i).collect()
+    }
+
+    /// The numerator `Σ_{c<c'} (s_c[i] − s_{c'}[i])²` and the denominator
+    /// `d_i − Σ_c (w_c/m_c) s_c[i]²` of column `i`'s Fisher score. Two classes: `(p − n)²`
+    /// and `d − αp² − βn²`, the two-class criterion's own expressions to the last bit. More:
+    /// the numerator as `C Σ_c (s_c − s̄)²`, the same sum of squared differences in O(C)
+    /// (`s̄` the mean of the class sums), the denominator's terms subtracted from the last
+    /// class down (the positive class first, for two).
+    pub(super) fn fisher_terms(&self, i: usize) -> (F, F) {
+        if let [n, p] = &self.sums[..] {
+            let (p, n) = (p[i], n[i]);
+            let [beta, alpha] = self.scatter_weights[..] else {
+                unreachable!("one scatter weight per class")
+            };
+            let a = p - n;
+            return (a * a, self.d[i] - alpha * p * p - beta * n * n);
+        }
+        let n_classes = F::from_f64(self.sums.len() as f64);
+        let mut total = F::zero();
+        for sum in &self.sums {
+            total += sum[i];
+        }
+        let mean = total / n_classes;
+        let (mut spread, mut denominator) = (F::zero(), self.d[i]);
+        for (sum, &scatter) in self.sums.iter().zip(&self.scatter_weights).rev() {
+            let s = sum[i];
+            spread += (s - mean) * (s - mean);
+            denominator -= scatter * s * s;
+        }
+        (n_classes * spread, denominator)
     }
 
     /// [`Engine::ranked_candidates`](super::engine::Engine::ranked_candidates) without `d`: every unblocked candidate ranked by its

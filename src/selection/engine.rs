@@ -60,22 +60,22 @@ pub(super) struct Engine<'a, F: Real> {
     /// `K_0`, row-major `m×m`, symmetric; never written.
     pub(super) kernel: &'a [F],
     pub(super) m: usize,
-    /// The labels (`true` = class +1).
-    pub(super) positive: &'a [bool],
-    /// The diagonal of `D`: `2·m₋/m` on the positive class, `2·m₊/m` on the negative.
+    /// The class code of each sample, `0..C` (two classes: 1 positive, 0 negative).
+    pub(super) classes: &'a [u32],
+    /// The diagonal of `D`: `w_c = H/m_c` on class `c`, `H` the harmonic mean of the class
+    /// sizes (two classes: `2·m₋/m` on the positive class, `2·m₊/m` on the negative).
     pub(super) weight: Vec<F>,
-    /// `2·m₋/(m·m₊)` and `2·m₊/(m·m₋)`: the Fisher denominator of column `i` is
-    /// `c_i'Bc_i = d_i − α p_i² − β n_i²`.
-    pub(super) alpha: F,
-    pub(super) beta: F,
-    /// `p_i = Σ_{j∈+} (K_t)_ji` and `n_i = Σ_{j∈−} (K_t)_ji` of the current `K_t`, in every
-    /// family: schur updates them as it records each term; hotelling and projection at the
-    /// end of each stage (inside a stage they are the stage-start values, which rank the
-    /// whole stage). After the last pick they may lag behind the last terms.
-    pub(super) p: Vec<F>,
-    pub(super) n: Vec<F>,
+    /// `w_c/m_c` per class: the Fisher denominator of column `i` is
+    /// `c_i'Bc_i = d_i − Σ_c (w_c/m_c) s_c[i]²` (two classes: `d_i − α p_i² − β n_i²`).
+    pub(super) scatter_weights: Vec<F>,
+    /// The class sums `s_c[i] = Σ_{j∈c} (K_t)_ji` of the current `K_t`, one vector per
+    /// class (two classes: `n` then `p`), in every family: schur updates them as it records
+    /// each term; hotelling and projection at the end of each stage (inside a stage they
+    /// are the stage-start values, which rank the whole stage). After the last pick they
+    /// may lag behind the last terms.
+    pub(super) sums: Vec<Vec<F>>,
     /// `d_i = Σ_j D_j (K_t)_ji²` of the current `K_t` when `tracks_d`. Hotelling and
-    /// projection: updated with `p` and `n` at the end of each stage. Schur: the last
+    /// projection: updated with the class sums at the end of each stage. Schur: the last
     /// recorded term's update waits for its `h = K_t'Du` (taken with the next pick's pass,
     /// or at the end of the stage), so `d` is one term behind only between a term and the
     /// next pass, and complete whenever candidates are ranked. Empty of meaning when not
@@ -107,11 +107,11 @@ pub(super) struct Engine<'a, F: Real> {
     /// those of `ortho-hotelling` are its `vs`, those of `ortho-projection` its `us`
     /// ([`Engine::ortho_basis`]), not stored twice.
     pub(super) ortho: Vec<Vec<F>>,
-    /// The columns of each class (positive first) when the classes form few runs, as in
+    /// The columns of each class, in class order, when the classes form few runs, as in
     /// the kernels `GreedyKFDA.fit` builds: passes then split by class.
-    pub(super) class_groups: Option<[passes::ColumnGroup; 2]>,
-    /// The diagonal of `D` on the positive and the negative class.
-    pub(super) class_weights: (F, F),
+    pub(super) class_groups: Option<Vec<passes::ColumnGroup>>,
+    /// The diagonal of `D` on each class, `w_c`.
+    pub(super) class_weights: Vec<F>,
     pub(super) pool: std::sync::Arc<rayon::ThreadPool>,
     /// The passes' buffers, kept from one pass to the next.
     pub(super) workspace: passes::Workspace<F>,
@@ -126,43 +126,63 @@ pub(super) struct Engine<'a, F: Real> {
 }
 
 impl<'a, F: Real> Engine<'a, F> {
+    /// The engine of the checked problem `classes` (codes `0..n_classes`, every class
+    /// present) over the row-major `m×m` `kernel`, with its statistics' set-up pass.
     pub(super) fn new(
         kernel: &'a [F],
         m: usize,
-        positive: &'a [bool],
+        classes: &'a [u32],
         tol: f64,
         n_threads: usize,
     ) -> Result<Self> {
-        let m_pos = positive.iter().filter(|&&p| p).count();
-        let m_neg = m - m_pos;
+        let n_classes = classes.iter().max().map_or(0, |&c| c as usize + 1);
+        let mut sizes = vec![0usize; n_classes];
+        for &c in classes {
+            sizes[c as usize] += 1;
+        }
         let mf = m as f64;
-        let weight: Vec<F> = positive
-            .iter()
-            .map(|&p| {
-                F::from_f64(if p {
-                    2.0 * m_neg as f64 / mf
-                } else {
-                    2.0 * m_pos as f64 / mf
+        // `w_c = H/m_c` and `w_c/m_c`. For two classes `H/m_c = 2·m_other/m`, written so,
+        // as the two-class criterion always was: the same values to the last bit.
+        let (class_weights, scatter_weights): (Vec<f64>, Vec<f64>) = if n_classes == 2 {
+            let other = |c: usize| sizes[1 - c] as f64;
+            (0..2)
+                .map(|c| {
+                    let size = sizes[c] as f64;
+                    (2.0 * other(c) / mf, 2.0 * other(c) / (mf * size))
                 })
-            })
-            .collect();
-        let indicator = |want: bool| -> Vec<F> {
-            positive
+                .unzip()
+        } else {
+            let inverse_sum: f64 = sizes.iter().map(|&size| 1.0 / size as f64).sum();
+            let harmonic = n_classes as f64 / inverse_sum;
+            sizes
                 .iter()
-                .map(|&p| if p == want { F::one() } else { F::zero() })
-                .collect()
+                .map(|&size| {
+                    let weight = harmonic / size as f64;
+                    (weight, weight / size as f64)
+                })
+                .unzip()
         };
+        let class_weights: Vec<F> = class_weights.into_iter().map(F::from_f64).collect();
+        let scatter_weights = scatter_weights.into_iter().map(F::from_f64).collect();
+        let weight: Vec<F> = classes.iter().map(|&c| class_weights[c as usize]).collect();
+        let class_groups =
+            (passes::ColumnGroup::count_runs(classes) * MIN_CLASS_RUN <= m).then(|| {
+                (0..n_classes as u32)
+                    .map(|c| passes::ColumnGroup::of_code::<F>(classes, c))
+                    .collect::<Vec<_>>()
+            });
         let pool = crate::pool::shared(n_threads)?;
-        let (p, n, d) = passes::column_statistics(
+        let (sums, d, set_up_passes) = initial_statistics(
             &pool,
             kernel,
             m,
-            &indicator(true),
-            &indicator(false),
+            classes,
+            class_groups.as_deref(),
+            &class_weights,
             &weight,
         );
         // Any NaN or infinity in K reaches these sums: refuse it rather than select noise.
-        if !p.iter().chain(&n).chain(&d).all(|v| v.is_finite()) {
+        if !sums.iter().flatten().chain(&d).all(|v| v.is_finite()) {
             return Err(Error::invalid(
                 "K",
                 "contains NaN or infinite values, or values whose squares overflow",
@@ -172,12 +192,10 @@ impl<'a, F: Real> Engine<'a, F> {
         Ok(Engine {
             kernel,
             m,
-            positive,
+            classes,
             weight,
-            alpha: F::from_f64(2.0 * m_neg as f64 / (mf * m_pos as f64)),
-            beta: F::from_f64(2.0 * m_pos as f64 / (mf * m_neg as f64)),
-            p,
-            n,
+            scatter_weights,
+            sums,
             d,
             threshold,
             us: Vec::new(),
@@ -185,25 +203,16 @@ impl<'a, F: Real> Engine<'a, F> {
             lambdas: Vec::new(),
             ortho: Vec::new(),
             tracks_d: true,
-            class_groups: (passes::ColumnGroup::count_runs(positive) * MIN_CLASS_RUN <= m).then(
-                || {
-                    [
-                        passes::ColumnGroup::of_class::<F>(positive, true),
-                        passes::ColumnGroup::of_class::<F>(positive, false),
-                    ]
-                },
-            ),
-            class_weights: (
-                F::from_f64(2.0 * m_neg as f64 / mf),
-                F::from_f64(2.0 * m_pos as f64 / mf),
-            ),
+            class_groups,
+            class_weights,
             pool,
             workspace: passes::Workspace::default(),
-            passes: 1,
+            passes: set_up_passes,
             target: usize::MAX,
             shared: None,
         })
     }
+
     pub(super) fn multiply(&mut self, rhs: &[&[F]]) -> Vec<Vec<F>> {
         self.passes += 1;
         self.kernel_products(rhs)
@@ -220,7 +229,7 @@ impl<'a, F: Real> Engine<'a, F> {
 
     /// Takes this selection's passes over `K_0` from `shared`, as its `member`-th. They
     /// read plain right-hand sides: the passes split by class, each selection's columns
-    /// in its own two groups, are left to selections alone, so `K_0 x` and `K_0 D x` come
+    /// in groups of its own, are left to selections alone, so `K_0 x` and `K_0 D x` come
     /// from `[x, Dx]` (for a stage of one pick, bound by memory, the same read).
     pub(super) fn share_passes(&mut self, shared: &'a SharedPasses<'a, F>, member: usize) {
         self.shared = Some((shared, member));
@@ -250,22 +259,31 @@ impl<'a, F: Real> Engine<'a, F> {
     }
 
     /// `(Σ_g out[g][j], Σ_g w_g out[g][j])` for each `j`, from products split by class
-    /// (positive first): `W x` and `W D x` for a class-constant diagonal `D`.
+    /// (in class order, each sum from the first class on): `W x` and `W D x` for a
+    /// class-constant diagonal `D`. Two classes give `p + n` and `w₊p + w₋n` to the last
+    /// bit, whichever comes first (a sum of two terms is the same in either order).
     pub(super) fn plain_and_weighted(
         &self,
         by_class: Vec<Vec<Vec<F>>>,
     ) -> (Vec<Vec<F>>, Vec<Vec<F>>) {
         let mut by_class = by_class.into_iter();
-        let (positive, negative) = (by_class.next(), by_class.next());
-        let (mut plain, mut weighted) =
-            (positive.unwrap_or_default(), negative.unwrap_or_default());
-        let (w_pos, w_neg) = self.class_weights;
-        // In place: the positive part becomes the sum, the negative one the weighted sum.
-        for (p, n) in plain.iter_mut().zip(weighted.iter_mut()) {
-            for (p, n) in p.iter_mut().zip(n.iter_mut()) {
-                let (positive, negative) = (*p, *n);
-                *p = positive + negative;
-                *n = w_pos * positive + w_neg * negative;
+        let (first, second) = (by_class.next(), by_class.next());
+        let (mut plain, mut weighted) = (first.unwrap_or_default(), second.unwrap_or_default());
+        let (w_first, w_second) = (self.class_weights[0], self.class_weights[1]);
+        // In place: the first class's part becomes the sum, the second's the weighted sum.
+        for (a, b) in plain.iter_mut().zip(weighted.iter_mut()) {
+            for (a, b) in a.iter_mut().zip(b.iter_mut()) {
+                let (first, second) = (*a, *b);
+                *a = first + second;
+                *b = w_first * first + w_second * second;
+            }
+        }
+        for (part, &w) in by_class.zip(&self.class_weights[2..]) {
+            for ((a, b), part) in plain.iter_mut().zip(weighted.iter_mut()).zip(part) {
+                for ((a, b), &value) in a.iter_mut().zip(b.iter_mut()).zip(&part) {
+                    *a += value;
+                    *b += w * value;
+                }
             }
         }
         (plain, weighted)
@@ -361,19 +379,25 @@ impl<'a, F: Real> Engine<'a, F> {
         self.update_d(u, v, h);
     }
 
-    /// `p` and `n` of `K_t − u v'`: they need no product with `K_0`.
+    /// The class sums of `K_t − u v'`, `s_c −= (1_c'u) v`: they need no product with `K_0`.
     pub(super) fn update_sums(&mut self, u: &[F], v: &[F]) {
-        let (mut u_pos, mut u_neg) = (F::zero(), F::zero());
-        for (value, &positive) in u.iter().zip(self.positive.iter()) {
-            if positive {
-                u_pos += *value;
-            } else {
-                u_neg += *value;
-            }
+        let mut u_sums = vec![F::zero(); self.sums.len()];
+        for (value, &c) in u.iter().zip(self.classes) {
+            u_sums[c as usize] += *value;
         }
-        for ((p, n), &v) in self.p.iter_mut().zip(self.n.iter_mut()).zip(v) {
-            *p -= v * u_pos;
-            *n -= v * u_neg;
+        if let [n, p] = &mut self.sums[..] {
+            // Two classes in one sweep, as the two-class engine always did.
+            let (u_neg, u_pos) = (u_sums[0], u_sums[1]);
+            for ((p, n), &v) in p.iter_mut().zip(n.iter_mut()).zip(v) {
+                *p -= v * u_pos;
+                *n -= v * u_neg;
+            }
+            return;
+        }
+        for (sum, &u_c) in self.sums.iter_mut().zip(&u_sums) {
+            for (s, &v) in sum.iter_mut().zip(v) {
+                *s -= v * u_c;
+            }
         }
     }
 
@@ -442,4 +466,54 @@ impl<'a, F: Real> Engine<'a, F> {
         q.iter_mut().for_each(|v| *v = *v * scale);
         Some(q)
     }
+}
+
+/// The class sums `s_c` and `d` of `K_0`, and the passes they took. Two classes: one pass
+/// (`p`, `n` and `d` of each row from one read). More: one pass when the classes split the
+/// passes (each row's sums and squares over its runs of columns of one class), else two
+/// (`s_0`, `s_1` and `d` as for two classes, then the other classes' sums, `K_0 1_c`).
+fn initial_statistics<F: Real>(
+    pool: &rayon::ThreadPool,
+    kernel: &[F],
+    m: usize,
+    classes: &[u32],
+    class_groups: Option<&[passes::ColumnGroup]>,
+    class_weights: &[F],
+    weight: &[F],
+) -> (Vec<Vec<F>>, Vec<F>, usize) {
+    let n_classes = class_weights.len();
+    let indicator = |class: usize| -> Vec<F> {
+        classes
+            .iter()
+            .map(|&c| {
+                if c as usize == class {
+                    F::one()
+                } else {
+                    F::zero()
+                }
+            })
+            .collect()
+    };
+    if n_classes > 2 {
+        if let Some(groups) = class_groups {
+            let (sums, d) = passes::class_statistics(pool, kernel, m, groups, class_weights);
+            return (sums, d, 1);
+        }
+    }
+    let (p, n, d) =
+        passes::column_statistics(pool, kernel, m, &indicator(1), &indicator(0), weight);
+    let mut sums = vec![n, p];
+    if n_classes > 2 {
+        let indicators: Vec<Vec<F>> = (2..n_classes).map(indicator).collect();
+        let rhs: Vec<&[F]> = indicators.iter().map(Vec::as_slice).collect();
+        sums.extend(passes::multiply(
+            pool,
+            kernel,
+            m,
+            &rhs,
+            &mut passes::Workspace::default(),
+        ));
+        return (sums, d, 2);
+    }
+    (sums, d, 1)
 }

@@ -1,9 +1,10 @@
 //! The greedy basis selection of Diethe (2015), Algorithm 1, in O(m²) per pick.
 //!
 //! The deflated kernel is never written: `K_t = K_0 − Σ_r u_r v_r'` is held as its
-//! rank-one terms, and the four per-column statistics (`a = K_t'y` as `p − n`,
-//! `p = K_t'1₊`, `n = K_t'1₋`, `d_i = Σ_j D_j (K_t)_ji²`; docs/architecture.md, "Per-column
-//! statistics") are updated in O(m) per pick from products with `K_0`:
+//! rank-one terms, and the per-column statistics (the class sums `s_c = K_t'1_c`, one per
+//! class, and `d_i = Σ_j D_j (K_t)_ji²`; docs/architecture.md, "Per-column statistics") are
+//! updated in O(mC) per pick from products with `K_0`, for `C ≥ 2` classes sharing one
+//! basis (two classes: `p = K_t'1₊`, `n = K_t'1₋`):
 //!
 //! | deflation   | `u`              | `v`      | reads of `K_0` per pick |
 //! |-------------|------------------|----------|-------------------------|
@@ -79,7 +80,8 @@ pub fn random_order(m: usize, seed: u64) -> Vec<usize> {
 }
 
 /// Chooses up to `params.k` bases from the symmetric training kernel `kernel` (row- or
-/// column-major, borrowed, never written) for labels `positive` (`true` = class +1).
+/// column-major, borrowed, never written) for labels `positive` (`true` = class +1): the
+/// two-class problem of [`select_classes`], `true` as class code 1 and `false` as 0.
 pub fn select<F: Real>(
     kernel: ArrayView2<F>,
     positive: &[bool],
@@ -98,8 +100,38 @@ pub fn select_with_stop<F: Real>(
     params: &GreedyParams,
     stop: &AtomicBool,
 ) -> Result<Selection> {
-    let (data, params) = checked_kernel(&kernel, positive, params)?;
-    select_alone(data, kernel.nrows(), positive, &params, stop)
+    select_classes_with_stop(kernel, &class_codes(positive), params, stop)
+}
+
+/// Chooses up to `params.k` bases from the symmetric training kernel `kernel` (row- or
+/// column-major, borrowed, never written) for the classes `classes`: sample `j` is of class
+/// `classes[j]`, the codes run from 0 to `C − 1` with every class present, `C ≥ 2`. Every
+/// class shares one basis: the score of a column is the Fisher criterion of its class
+/// sums against its within-class scatter, weighted by class (docs/architecture.md,
+/// "Per-column statistics"). Two classes are [`select`]'s problem, code 1 its `true`.
+pub fn select_classes<F: Real>(
+    kernel: ArrayView2<F>,
+    classes: &[u32],
+    params: &GreedyParams,
+) -> Result<Selection> {
+    select_classes_with_stop(kernel, classes, params, &AtomicBool::new(false))
+}
+
+/// [`select_classes`], which gives up with [`Error::Interrupted`] once `stop` is raised, as
+/// [`select_with_stop`] does.
+pub fn select_classes_with_stop<F: Real>(
+    kernel: ArrayView2<F>,
+    classes: &[u32],
+    params: &GreedyParams,
+    stop: &AtomicBool,
+) -> Result<Selection> {
+    let (data, params) = checked_kernel(&kernel, classes, params)?;
+    select_alone(data, kernel.nrows(), classes, &params, stop)
+}
+
+/// Two-class labels as class codes: `true` 1, `false` 0.
+fn class_codes(positive: &[bool]) -> Vec<u32> {
+    positive.iter().map(|&p| u32::from(p)).collect()
 }
 
 /// The selection of a checked problem over the row-major `m×m` `kernel`, with passes of
@@ -107,11 +139,11 @@ pub fn select_with_stop<F: Real>(
 fn select_alone<F: Real>(
     kernel: &[F],
     m: usize,
-    positive: &[bool],
+    classes: &[u32],
     params: &ValidParams,
     stop: &AtomicBool,
 ) -> Result<Selection> {
-    let mut engine = Engine::new(kernel, m, positive, params.tol, params.n_threads)?;
+    let mut engine = Engine::new(kernel, m, classes, params.tol, params.n_threads)?;
     // The whole loop runs on a worker of the engine's pool, so that a pass is shared by
     // that worker and the others (n threads in all), where a caller outside the pool
     // would wake n workers for each pass and wait: fewer wake-ups per pick, and no
@@ -159,12 +191,13 @@ fn select_many_sharing_from<F: Real>(
         return Ok(Vec::new());
     };
     let mut data: &[F] = &[];
-    let mut checked: Vec<(&[bool], ValidParams)> = Vec::with_capacity(problems.len());
+    let mut checked: Vec<(Vec<u32>, ValidParams)> = Vec::with_capacity(problems.len());
     for (c, (positive, params)) in problems.iter().enumerate() {
+        let classes = class_codes(positive);
         let (kernel, valid) =
-            checked_kernel(&kernel, positive, params).map_err(|error| error.in_problem(c))?;
+            checked_kernel(&kernel, &classes, params).map_err(|error| error.in_problem(c))?;
         data = kernel;
-        checked.push((positive, valid));
+        checked.push((classes, valid));
         if params.n_threads != first.n_threads {
             return Err(Error::invalid(
                 "n_jobs",
@@ -177,9 +210,9 @@ fn select_many_sharing_from<F: Real>(
     let problems = checked;
     let sharing = |params: &ValidParams| shares_passes(params) && bytes >= shared_from_bytes;
     let mut selections: Vec<Option<Selection>> = vec![None; problems.len()];
-    for (c, (positive, params)) in problems.iter().enumerate() {
+    for (c, (classes, params)) in problems.iter().enumerate() {
         if !sharing(params) {
-            selections[c] = Some(select_alone(data, m, positive, params, stop)?);
+            selections[c] = Some(select_alone(data, m, classes, params, stop)?);
         }
     }
     let shared: Vec<usize> = (0..problems.len())
@@ -214,7 +247,7 @@ fn select_many_sharing_from<F: Real>(
         }
     }
     for group in groups {
-        let members: Vec<&(&[bool], ValidParams)> = group.iter().map(|&c| &problems[c]).collect();
+        let members: Vec<&(Vec<u32>, ValidParams)> = group.iter().map(|&c| &problems[c]).collect();
         let outcomes = select_side_by_side(data, m, &members, stop)?;
         for (&c, selection) in group.iter().zip(outcomes) {
             selections[c] = Some(selection);
@@ -242,7 +275,7 @@ fn shares_passes(params: &ValidParams) -> bool {
 fn select_side_by_side<F: Real>(
     kernel: &[F],
     m: usize,
-    problems: &[&(&[bool], ValidParams)],
+    problems: &[&(Vec<u32>, ValidParams)],
     stop: &AtomicBool,
 ) -> Result<Vec<Selection>> {
     let pool = crate::pool::shared(problems[0].1.n_threads)?;
@@ -252,7 +285,7 @@ fn select_side_by_side<F: Real>(
         // every pass, the members waiting for one panic instead of waiting for ever.
         let abandon = shared.abandon_on_unwind();
         let mut members = Vec::with_capacity(problems.len());
-        for (member, &(positive, params)) in problems.iter().enumerate() {
+        for (member, &(classes, params)) in problems.iter().enumerate() {
             // Made before the spawn, so that a thread that cannot start still leaves (its
             // closure, holding the membership, is dropped).
             let membership = shared.member(member);
@@ -262,7 +295,7 @@ fn select_side_by_side<F: Real>(
                 .spawn_scoped(scope, move || {
                     let _membership = membership;
                     shared.take_turn(member);
-                    let outcome = Engine::new(kernel, m, positive, params.tol, params.n_threads)
+                    let outcome = Engine::new(kernel, m, classes, params.tol, params.n_threads)
                         .and_then(|mut engine| {
                             engine.share_passes(shared, member);
                             run_selection(&mut engine, params, shared.halt_flag())
@@ -305,24 +338,24 @@ fn select_side_by_side<F: Real>(
         return Err(error.clone());
     }
     let mut selections = Vec::with_capacity(outcomes.len());
-    for (outcome, &&(positive, ref params)) in outcomes.into_iter().zip(problems) {
+    for (outcome, &(classes, params)) in outcomes.into_iter().zip(problems) {
         selections.push(match outcome {
             Some(outcome) => outcome?,
             // The OS would not start its thread: alone, with passes of its own.
-            None => select_alone(kernel, m, positive, params, stop)?,
+            None => select_alone(kernel, m, classes, params, stop)?,
         });
     }
     Ok(selections)
 }
 
-/// `kernel` as a row-major slice and `params` checked, once `(kernel, positive, params)`
+/// `kernel` as a row-major slice and `params` checked, once `(kernel, classes, params)`
 /// are.
 fn checked_kernel<'k, F: Real>(
     kernel: &ArrayView2<'k, F>,
-    positive: &[bool],
+    classes: &[u32],
     params: &GreedyParams,
 ) -> Result<(&'k [F], ValidParams)> {
-    let valid = params.check(kernel, positive)?;
+    let valid = params.check(kernel, classes)?;
     // A symmetric matrix reads the same in either memory order.
     let data = kernel
         .to_slice()

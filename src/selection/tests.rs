@@ -13,7 +13,8 @@ fn passes_split_by_class_match_explicit_deflation() {
     for seed in 0..2 {
         let (kernel, positive) = class_sorted_problem(203 + seed as usize, 3, seed);
         let data = kernel.as_slice().unwrap();
-        let engine = Engine::new(data, kernel.nrows(), &positive, 1e-9, 1).unwrap();
+        let classes = class_codes(&positive);
+        let engine = Engine::new(data, kernel.nrows(), &classes, 1e-9, 1).unwrap();
         assert!(
             engine.class_groups.is_some(),
             "two runs of labels split the passes"
@@ -196,7 +197,11 @@ fn shared_selections_come_back_in_order_in_groups_and_beside_unshared_ones() {
     assert_eq!(together.len(), problems.len());
     for (c, ((positive, params), selection)) in problems.iter().zip(&together).enumerate() {
         assert_eq!(selection.indices.len(), params.k, "problem {c}");
-        if shares_passes(&params.check(&kernel.view(), positive).unwrap()) {
+        if shares_passes(
+            &params
+                .check(&kernel.view(), &class_codes(positive))
+                .unwrap(),
+        ) {
             let alone = shared_many(kernel.view(), &problems[c..=c]).unwrap();
             assert_eq!(alone[0], *selection, "problem {c}");
         } else {

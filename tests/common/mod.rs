@@ -4,9 +4,9 @@
 #![allow(dead_code)]
 
 use gkfda::kernel::{gram, Kernel};
-use gkfda::selection::select;
-use gkfda::{Criterion, Deflation, GreedyParams, Real};
-use ndarray::Array2;
+use gkfda::selection::{select, select_classes, Selection};
+use gkfda::{Criterion, Deflation, GreedyParams, Real, Result};
+use ndarray::{Array2, ArrayView2};
 
 /// An `m×m` symmetric kernel of varied entries in `[0, 1)`, row-major.
 pub fn symmetric_kernel(m: usize) -> Vec<f64> {
@@ -41,34 +41,78 @@ pub fn problem(m: usize, d: usize, seed: u64) -> (Array2<f64>, Vec<bool>) {
     )
 }
 
+/// Labels of a problem: two-class (`bool`, `true` as class code 1) or class codes.
+pub trait Labels {
+    /// The labels as class codes.
+    fn codes(&self) -> Vec<u32>;
+    /// The engine's selection for these labels: [`select`] for `bool`s, else
+    /// [`select_classes`].
+    fn select<F: Real>(&self, kernel: ArrayView2<F>, params: &GreedyParams) -> Result<Selection>;
+}
+
+impl Labels for [bool] {
+    fn codes(&self) -> Vec<u32> {
+        self.iter().map(|&p| u32::from(p)).collect()
+    }
+    fn select<F: Real>(&self, kernel: ArrayView2<F>, params: &GreedyParams) -> Result<Selection> {
+        select(kernel, self, params)
+    }
+}
+
+impl Labels for [u32] {
+    fn codes(&self) -> Vec<u32> {
+        self.to_vec()
+    }
+    fn select<F: Real>(&self, kernel: ArrayView2<F>, params: &GreedyParams) -> Result<Selection> {
+        select_classes(kernel, self, params)
+    }
+}
+
+impl<T> Labels for Vec<T>
+where
+    [T]: Labels,
+{
+    fn codes(&self) -> Vec<u32> {
+        self.as_slice().codes()
+    }
+    fn select<F: Real>(&self, kernel: ArrayView2<F>, params: &GreedyParams) -> Result<Selection> {
+        self.as_slice().select(kernel, params)
+    }
+}
+
 /// Explicit deflation, straight from the equations: the oracle of the implicit engine.
-pub fn explicit_select(
+/// For `C` classes of sizes `m_c`, `D_j = w_c = H/m_c` on class `c` (`H` the harmonic mean
+/// of the sizes), and column `c` of `K_t` scores `Σ_{c<c'} (s_c − s_c')²` over
+/// `Σ_j D_j c_j² − Σ_c (w_c/m_c) s_c²`, `s_c` its sum over class `c`.
+pub fn explicit_select<L: Labels + ?Sized>(
     kernel: &Array2<f64>,
-    positive: &[bool],
+    labels: &L,
     params: &GreedyParams,
 ) -> Vec<usize> {
+    let classes = labels.codes();
     let m = kernel.nrows();
     let tol = params.tol.unwrap_or(f64::DEFAULT_TOL);
-    let m_pos = positive.iter().filter(|&&p| p).count() as f64;
-    let m_neg = m as f64 - m_pos;
-    let mf = m as f64;
-    let weight: Vec<f64> = positive
-        .iter()
-        .map(|&p| {
-            if p {
-                2.0 * m_neg / mf
-            } else {
-                2.0 * m_pos / mf
-            }
-        })
-        .collect();
-    let (alpha, beta) = (2.0 * m_neg / (mf * m_pos), 2.0 * m_pos / (mf * m_neg));
+    let n_classes = classes.iter().max().map_or(0, |&c| c as usize + 1);
+    let mut sizes = vec![0.0f64; n_classes];
+    classes.iter().for_each(|&c| sizes[c as usize] += 1.0);
+    let harmonic = n_classes as f64 / sizes.iter().map(|size| 1.0 / size).sum::<f64>();
+    let class_weight: Vec<f64> = sizes.iter().map(|size| harmonic / size).collect();
+    let weight: Vec<f64> = classes.iter().map(|&c| class_weight[c as usize]).collect();
     let stats = |kt: &Array2<f64>, i: usize| {
         let col = kt.column(i);
-        let p: f64 = (0..m).filter(|&j| positive[j]).map(|j| col[j]).sum();
-        let n: f64 = (0..m).filter(|&j| !positive[j]).map(|j| col[j]).sum();
+        let mut sums = vec![0.0f64; n_classes];
+        (0..m).for_each(|j| sums[classes[j] as usize] += col[j]);
         let d: f64 = (0..m).map(|j| weight[j] * col[j] * col[j]).sum();
-        (p, n, d)
+        let mut numerator = 0.0;
+        for c in 0..n_classes {
+            for other in c + 1..n_classes {
+                numerator += (sums[c] - sums[other]).powi(2);
+            }
+        }
+        let scatter: f64 = (0..n_classes)
+            .map(|c| class_weight[c] / sizes[c] * sums[c] * sums[c])
+            .sum();
+        (numerator, d - scatter, d)
     };
     let mut kt = kernel.clone();
     let threshold: Vec<f64> = (0..m).map(|i| tol * stats(&kt, i).2).collect();
@@ -77,8 +121,7 @@ pub fn explicit_select(
     while chosen.len() < params.k {
         let mut scored = Vec::new();
         for i in (0..m).filter(|&i| !blocked[i]) {
-            let (p, n, d) = stats(&kt, i);
-            let (a, denominator) = (p - n, d - alpha * p * p - beta * n * n);
+            let (numerator, denominator, d) = stats(&kt, i);
             if d <= threshold[i]
                 || (matches!(params.criterion, Criterion::Optimal | Criterion::Reverse)
                     && denominator <= threshold[i])
@@ -86,10 +129,10 @@ pub fn explicit_select(
                 continue;
             }
             let score = match params.criterion {
-                Criterion::Optimal => a * a / denominator,
-                Criterion::Pseudo => a * a,
-                Criterion::Reverse => -(a * a / denominator),
-                Criterion::ReversePseudo => -(a * a),
+                Criterion::Optimal => numerator / denominator,
+                Criterion::Pseudo => numerator,
+                Criterion::Reverse => -(numerator / denominator),
+                Criterion::ReversePseudo => -numerator,
                 Criterion::Random => unreachable!("not tested here"),
             };
             scored.push((score, i));
@@ -145,14 +188,14 @@ pub fn explicit_select(
 }
 
 /// Every scored criterion × deflation × stage count picks what explicit deflation picks.
-pub fn assert_selects_as_explicit(
+pub fn assert_selects_as_explicit<L: Labels + ?Sized>(
     kernel: &Array2<f64>,
-    positive: &[bool],
+    labels: &L,
     params: &GreedyParams,
     label: &str,
 ) {
-    let expected = explicit_select(kernel, positive, params);
-    let actual = select(kernel.view(), positive, params).unwrap().indices;
+    let expected = explicit_select(kernel, labels, params);
+    let actual = labels.select(kernel.view(), params).unwrap().indices;
     let GreedyParams {
         criterion,
         deflation,
@@ -165,9 +208,9 @@ pub fn assert_selects_as_explicit(
     );
 }
 
-pub fn assert_matches_explicit(
+pub fn assert_matches_explicit<L: Labels + ?Sized>(
     kernel: &Array2<f64>,
-    positive: &[bool],
+    labels: &L,
     k: usize,
     stage_counts: &[usize],
     label: &str,
@@ -179,13 +222,13 @@ pub fn assert_matches_explicit(
         .collect();
     let deflations: Vec<Deflation> = Deflation::ALL.iter().map(|&(d, _)| d).collect();
     let cases = (&criteria[..], &deflations[..], stage_counts);
-    assert_cases_match_explicit(kernel, positive, k, cases, label);
+    assert_cases_match_explicit(kernel, labels, k, cases, label);
 }
 
 /// Every criterion × deflation × stage count of `cases` selects as explicit deflation.
-pub fn assert_cases_match_explicit(
+pub fn assert_cases_match_explicit<L: Labels + ?Sized>(
     kernel: &Array2<f64>,
-    positive: &[bool],
+    labels: &L,
     k: usize,
     (criteria, deflations, stage_counts): (&[Criterion], &[Deflation], &[usize]),
     label: &str,
@@ -201,7 +244,7 @@ pub fn assert_cases_match_explicit(
                     n_threads: 2,
                     ..GreedyParams::default()
                 };
-                assert_selects_as_explicit(kernel, positive, &params, label);
+                assert_selects_as_explicit(kernel, labels, &params, label);
             }
         }
     }
@@ -230,22 +273,37 @@ pub fn pseudo_params(k: usize, deflation: Deflation, stages: usize) -> GreedyPar
 
 /// A kernel ordered by class and the one-vs-rest labels of its `classes` classes.
 pub fn one_vs_rest_problem(m: usize, classes: usize, seed: u64) -> (Array2<f64>, Vec<Vec<bool>>) {
+    let (kernel, codes) = classes_problem(m, classes, seed, true);
+    let labels = (0..classes as u32)
+        .map(|c| codes.iter().map(|&code| code == c).collect())
+        .collect();
+    (kernel, labels)
+}
+
+/// A `classes`-class problem: its kernel and class codes, the samples ordered by class
+/// when `sorted` (as `GreedyKFDA.fit` orders them), else in the order drawn.
+pub fn classes_problem(
+    m: usize,
+    classes: usize,
+    seed: u64,
+    sorted: bool,
+) -> (Array2<f64>, Vec<u32>) {
     let mut uniform = uniform_stream(seed.wrapping_add(11));
     let x = Array2::from_shape_fn((m, 3), |_| 2.0 * uniform() - 1.0);
     // Class c: the angle of (x0, x1) in the c-th of `classes` sectors, blurred by x2.
     let class_of = |i: usize| {
         let angle = x[[i, 1]].atan2(x[[i, 0]]) + 0.4 * x[[i, 2]] + std::f64::consts::PI;
-        ((angle / std::f64::consts::TAU * classes as f64) as usize) % classes
+        (((angle / std::f64::consts::TAU * classes as f64) as usize) % classes) as u32
     };
     let mut order: Vec<usize> = (0..m).collect();
-    order.sort_by_key(|&i| class_of(i));
-    let sorted = x.select(ndarray::Axis(0), &order);
-    let labels = (0..classes)
-        .map(|c| order.iter().map(|&i| class_of(i) == c).collect())
-        .collect();
+    if sorted {
+        order.sort_by_key(|&i| class_of(i));
+    }
+    let x = x.select(ndarray::Axis(0), &order);
+    let codes = order.iter().map(|&i| class_of(i)).collect();
     (
-        gram(sorted.view(), &Kernel::Rbf { gamma: 1.5 }, 1).unwrap(),
-        labels,
+        gram(x.view(), &Kernel::Rbf { gamma: 1.5 }, 1).unwrap(),
+        codes,
     )
 }
 
