@@ -453,7 +453,7 @@ def test_core_greedy_select_refuses_nan_kernel_zero_threads_and_stray_order(sele
     with pytest.raises(ValueError, match="^random_order:"):
         _core.greedy_select(K, positive, 3, random_order=np.arange(len(positive), dtype=np.int64))
     with pytest.raises(TypeError, match="^y:"):
-        _core.greedy_select(K, positive.astype(np.int64), 3)
+        _core.greedy_select(K, positive.astype(np.float64), 3)
 
 
 @pytest.mark.parametrize(
@@ -473,8 +473,10 @@ def test_core_greedy_select_bad_labels(selection_input):
         _core.greedy_select(K, positive[:10], 3)
     with pytest.raises(ValueError, match=r"^y: needs samples of both classes"):
         _core.greedy_select(K, np.ones(20, dtype=bool), 3)
-    with pytest.raises(TypeError):
-        _core.greedy_select(K, positive.astype(np.int64), 3)
+    with pytest.raises(TypeError, match="^y:"):
+        _core.greedy_select(K, positive.astype(np.float64), 3)
+    with pytest.raises(ValueError, match="^y:"):
+        _core.greedy_select(K, np.where(positive, 2, 0).astype(np.int64), 3)  # class 1 missing
 
 
 @pytest.mark.parametrize(

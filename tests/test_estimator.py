@@ -10,6 +10,7 @@ import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from scipy.special import logsumexp
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.base import clone
@@ -145,9 +146,43 @@ def test_clone_round_trip(moons):
 # -- multiclass ---------------------------------------------------------------------
 
 
-def test_multiclass_attributes_and_consistency(blobs):
+def test_shared_multiclass_attributes_and_consistency(blobs):
     X, y = blobs
     model = GreedyKFDA(k=8).fit(X, y)
+    n_classes = 4
+    assert model.support_.shape == (8,) and len(np.unique(model.support_)) == 8
+    assert_array_equal(model.support_vectors_, X[model.support_])
+    assert model.k_ == 8 and model.coef_.shape == (n_classes, 8) and model.intercept_.shape == (n_classes,)
+    assert model.projection_.shape == (8, 8)
+    assert model.n_support_.sum() == 8
+    features = model.transform(X)
+    assert features.shape == (len(X), 8)
+    scores = model.decision_function(X)
+    assert scores.shape == (len(X), n_classes)
+    # Log-probabilities up to a constant per sample, linear in the features.
+    assert_allclose(features @ model.coef_.T + model.intercept_, scores, rtol=1e-9, atol=1e-9)
+    proba = model.predict_proba(X)
+    assert_allclose(proba, np.exp(scores - logsumexp(scores, axis=1, keepdims=True)), rtol=1e-9, atol=1e-12)
+    assert_array_equal(model.predict(X), model.classes_[np.argmax(scores, axis=1)])
+    _assert_log_of(model.predict_log_proba(X), proba)
+    assert model.score(X, y) > 0.95
+
+
+def test_shared_multiclass_selection_is_the_core_s_over_class_codes_on_any_thread_count(blobs):
+    X, y = blobs
+    one = GreedyKFDA(k=12, n_jobs=1).fit(X, y)
+    two = GreedyKFDA(k=12, n_jobs=2).fit(X, y)
+    assert_array_equal(one.support_, two.support_)
+    assert_array_equal(one.decision_function(X), two.decision_function(X))
+    by_class = np.argsort(y, kind="stable")  # the fit's kernel order
+    K = _core.kernel_matrix(X[by_class], gamma=one._gamma)
+    alone, _, _ = _core.greedy_select(K, y[by_class].astype(np.int64), 12)
+    assert_array_equal(by_class[alone], one.support_)
+
+
+def test_multiclass_attributes_and_consistency(blobs):
+    X, y = blobs
+    model = GreedyKFDA(k=8, multiclass="ovr").fit(X, y)
     n_classes = 4
     assert_array_equal(model.classes_, np.arange(n_classes))
     assert isinstance(model.support_, list) and len(model.support_) == n_classes
@@ -179,8 +214,8 @@ def test_multiclass_selections_do_not_depend_on_threads_or_class_count(blobs):
     # The one-vs-rest selections go to the core together; each is the same on one thread
     # or two, and the same as its selection alone.
     X, y = blobs
-    one = GreedyKFDA(k=12, n_jobs=1).fit(X, y)
-    two = GreedyKFDA(k=12, n_jobs=2).fit(X, y)
+    one = GreedyKFDA(k=12, n_jobs=1, multiclass="ovr").fit(X, y)
+    two = GreedyKFDA(k=12, n_jobs=2, multiclass="ovr").fit(X, y)
     for support_one, support_two in zip(one.support_, two.support_):
         assert_array_equal(support_one, support_two)
     assert_array_equal(one.decision_function(X), two.decision_function(X))
@@ -190,7 +225,7 @@ def test_multiclass_selections_do_not_depend_on_threads_or_class_count(blobs):
         ((alone, _, _),) = _core.greedy_select_many(K, (y[by_class] == c)[None, :], 12)
         assert_array_equal(by_class[alone], one.support_[c])
     for deflation in ("hotelling", "ortho-schur"):
-        model = GreedyKFDA(k=12, deflation=deflation).fit(X, y)
+        model = GreedyKFDA(k=12, deflation=deflation, multiclass="ovr").fit(X, y)
         assert model.score(X, y) > 0.9
 
 
@@ -198,8 +233,8 @@ def test_multiclass_fits_with_shared_passes_match_each_selection_alone():
     # 1,300 samples: a 12.9 MiB kernel, from which the one-vs-rest selections share passes.
     X, y = make_blobs(n_samples=1300, centers=3, n_features=4, cluster_std=2.5, random_state=3)
     for deflation in ("schur", "hotelling"):
-        one = GreedyKFDA(k=10, deflation=deflation, n_jobs=1).fit(X, y)
-        two = GreedyKFDA(k=10, deflation=deflation, n_jobs=2).fit(X, y)
+        one = GreedyKFDA(k=10, deflation=deflation, n_jobs=1, multiclass="ovr").fit(X, y)
+        two = GreedyKFDA(k=10, deflation=deflation, n_jobs=2, multiclass="ovr").fit(X, y)
         by_class = np.argsort(y, kind="stable")  # the fit's kernel order
         K = _core.kernel_matrix(X[by_class], gamma=one._gamma)
         for c in range(3):
