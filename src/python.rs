@@ -11,7 +11,7 @@ use crate::selection;
 use crate::simd;
 use crate::{Criterion, Deflation, GreedyParams};
 use numpy::{
-    IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
+    IntoPyArray, PyArray1, PyArray2, PyArray3, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
     PyReadonlyArray3,
 };
 use pyo3::exceptions::{PyKeyboardInterrupt, PyMemoryError, PyTypeError, PyValueError};
@@ -224,22 +224,36 @@ fn kernel_expansion<'py>(
     ))
 }
 
-/// The calibration's temperature of each prefix `b` (float64): the `T ≥ 0` minimising the
-/// cross-entropy of `softmax(T·log_odds[b, i] + log_priors)` to `targets[i]`.
+/// A calibration's score weights `(B, C − 1, C)` and biases `(B, C)`.
+type CalibrationArrays<'py> = (Bound<'py, PyArray3<f64>>, Bound<'py, PyArray2<f64>>);
+
+/// The calibration of every prefix `b` of a model (float64): `(A, c)` of shapes
+/// `(B, C − 1, C)` and `(B, C)` from its leave-one-out and fitted scores `(B, m, C − 1)`.
 #[pyfunction]
-#[pyo3(signature = (log_odds, targets, log_priors, *, n_threads=1))]
-fn softmax_temperatures<'py>(
+#[pyo3(signature = (left_out, own, codes, targets, log_priors, *, shrinkage, n_threads=1))]
+#[allow(clippy::too_many_arguments)]
+fn calibrate<'py>(
     py: Python<'py>,
-    log_odds: PyReadonlyArray3<'py, f64>,
+    left_out: PyReadonlyArray3<'py, f64>,
+    own: PyReadonlyArray3<'py, f64>,
+    codes: PyReadonlyArray1<'py, i64>,
     targets: PyReadonlyArray2<'py, f64>,
     log_priors: PyReadonlyArray1<'py, f64>,
+    shrinkage: f64,
     n_threads: usize,
-) -> PyResult<Bound<'py, PyArray1<f64>>> {
-    let (z, wanted) = (log_odds.as_array(), targets.as_array());
+) -> PyResult<CalibrationArrays<'py>> {
+    let codes = order_of(codes.as_array().iter(), "codes")?;
     let priors = log_priors.as_array().to_vec();
-    let temperatures =
-        py.detach(|| calibration::softmax_temperatures(z, wanted, &priors, n_threads))?;
-    Ok(temperatures.into_pyarray(py))
+    let (left_out, own, targets) = (left_out.as_array(), own.as_array(), targets.as_array());
+    let classes = calibration::Classes {
+        codes: &codes,
+        targets,
+        log_priors: &priors,
+        shrinkage,
+    };
+    let (weights, bias) =
+        py.detach(|| calibration::calibrate(left_out, own, &classes, n_threads))?;
+    Ok((weights.into_pyarray(py), bias.into_pyarray(py)))
 }
 
 /// A selection's indices, whether it stopped early, and its passes over the kernel.
@@ -523,7 +537,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(greedy_select, module)?)?;
     module.add_function(wrap_pyfunction!(greedy_select_many, module)?)?;
     module.add_function(wrap_pyfunction!(kernel_expansion, module)?)?;
-    module.add_function(wrap_pyfunction!(softmax_temperatures, module)?)?;
+    module.add_function(wrap_pyfunction!(calibrate, module)?)?;
     module.add_function(wrap_pyfunction!(default_tol, module)?)?;
     module.add_function(wrap_pyfunction!(simd_level, module)?)?;
     module.add_function(wrap_pyfunction!(simd_levels, module)?)?;

@@ -82,16 +82,21 @@ def greedy_select_many(
     ``(indices, stopped_early, kernel_passes)`` per problem.
     """
 
-def softmax_temperatures(
-    log_odds: npt.NDArray[np.float64],
+def calibrate(
+    left_out: npt.NDArray[np.float64],
+    own: npt.NDArray[np.float64],
+    codes: npt.NDArray[np.int64],
     targets: npt.NDArray[np.float64],
     log_priors: npt.NDArray[np.float64],
     *,
+    shrinkage: float,
     n_threads: int = 1,
-) -> npt.NDArray[np.float64]:
-    """The calibration's temperature of each prefix ``b``: the ``T ≥ 0`` minimising the
-    cross-entropy of ``softmax(T·log_odds[b, i] + log_priors)`` to ``targets[i]``.
-    ``log_odds`` has shape ``(B, m, C)``, ``targets`` ``(m, C)``, ``log_priors`` ``(C,)``."""
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """The calibration ``(A, c)`` of every prefix ``b``, shapes ``(B, C-1, C)`` and ``(B, C)``:
+    an LDA on the leave-one-out scores ``left_out[b]`` (``(m, C-1)``) with its covariance
+    shrunk by ``shrinkage`` toward its mean eigenvalue, one temperature fitted by the
+    cross-entropy to ``targets``, and zeros where the result ranks the fitted scores
+    ``own[b]`` worse than ``log_priors`` alone."""
 
 def kernel_expansion(
     x: npt.NDArray[np.floating],

@@ -182,23 +182,31 @@ def fit_discriminant(
     kernel_scale: float,
     stopped_early: bool = False,
     kernel_passes: int = 0,
+    projection: np.ndarray | None = None,
+    n_threads: int = 1,
 ) -> Discriminant:
     """Nyström features ``φ(X) = K[:, i] R'`` and the calibrated discriminant on them.
 
     ``codes`` are the training samples' classes, ``0..n_classes-1``, each present;
-    ``priors`` the class priors (``None``: the class frequencies of ``codes``).
+    ``priors`` the class priors (``None``: the class frequencies of ``codes``). A
+    ``projection`` ``R`` already computed for these bases (it does not depend on ``reg``)
+    is used as it is. ``n_threads`` share the calibration's prefixes (results do not
+    depend on it).
     """
     tolerance = 1e-5 if np.asarray(kernel_support).dtype == np.float32 else 1e-10
     with one_blas_thread():
-        projection = nystrom_projection(kernel_support, tolerance)
+        if projection is None:
+            projection = nystrom_projection(kernel_support, tolerance)
         features = np.asarray(kernel_train_support, dtype=np.float64) @ projection.T
         return _discriminant(
-            features, codes, n_classes, priors, support, projection, reg, kernel_scale, stopped_early, kernel_passes
+            features, codes, n_classes, priors, support, projection, reg, kernel_scale, stopped_early, kernel_passes,
+            n_threads,
         )
 
 
 def _discriminant(
-    features, codes, n_classes, priors, support, projection, reg, kernel_scale, stopped_early, kernel_passes
+    features, codes, n_classes, priors, support, projection, reg, kernel_scale, stopped_early, kernel_passes,
+    n_threads,
 ) -> Discriminant:
     """:func:`fit_discriminant` from the training features ``features`` (m, k)."""
     m, k = features.shape
@@ -224,7 +232,8 @@ def _discriminant(
     empirical = counts / m
     log_priors = np.log(empirical if priors is None else np.asarray(priors, dtype=np.float64))
     score_weights, score_bias = _calibrations(
-        orthonormal, target_products, root, weights / m, targets, target_mean, codes, counts, np.log(empirical)
+        orthonormal, target_products, root, weights / m, targets, target_mean, codes, counts, np.log(empirical),
+        n_threads,
     )
     return Discriminant(
         support=np.asarray(support, dtype=np.int64),
@@ -244,7 +253,7 @@ def _discriminant(
 
 
 def _calibrations(orthonormal, target_products, root, intercept_leverage, targets, target_mean, codes, counts,
-                  log_empirical):
+                  log_empirical, n_threads):
     """``(A_j, c_j)`` for every prefix ``j = 0..k`` from the leave-one-out scores."""
     m, k = orthonormal.shape
     n_classes = len(counts)
@@ -256,33 +265,21 @@ def _calibrations(orthonormal, target_products, root, intercept_leverage, target
     block = max(1, _CALIBRATION_BLOCK // (m * max(n_classes - 1, 1)))
     for start in range(0, k, block):
         stop = min(k, start + block)
-        columns = orthonormal[:, start:stop]
+        columns = orthonormal[:, start:stop].T  # (B, m)
         # Scores and leverages of prefixes start+1..stop, as running sums over the features.
-        steps = columns[:, :, None] * target_products[None, start:stop, :] / root[:, None, None]
-        scores = fitted[:, None, :] + np.cumsum(steps, axis=1)  # (m, B, C-1)
-        leverages = leverage[:, None] + np.cumsum(columns**2, axis=1)  # (m, B)
-        fitted, leverage = scores[:, -1, :].copy(), leverages[:, -1].copy()
+        steps = columns[:, :, None] * (target_products[start:stop, None, :] / root[None, :, None])
+        scores = fitted + np.cumsum(steps, axis=0)  # (B, m, C-1)
+        leverages = leverage + np.cumsum(columns**2, axis=0)  # (B, m)
+        fitted, leverage = scores[-1].copy(), leverages[-1].copy()
         remaining = np.maximum(1.0 - leverages, 1e-12)[:, :, None]
-        left_out = targets[:, None, :] - (targets[:, None, :] - scores) / remaining
-        weights, bias = _calibrate(np.moveaxis(left_out, 1, 0), codes, counts, smoothed, log_empirical)
-        # Features that explain each training point by itself alone (a kernel too narrow
-        # for the data) make leave-one-out scores that anti-correlate with the classes, and
-        # a calibration that learns that would misclassify the very points it was fitted
-        # on. Where it ranks the training points' own scores worse than the priors alone,
-        # the prefix keeps the priors alone.
-        own = np.moveaxis(scores, 1, 0) @ weights + bias[:, None, :] + log_empirical
-        own_loss = -np.mean(_log_softmax(own)[:, np.arange(m), codes], axis=1)
-        prior_loss = -np.mean(log_empirical[codes])
-        reversed_ = own_loss > prior_loss
-        weights[reversed_], bias[reversed_] = 0.0, 0.0
+        left_out = targets - (targets - scores) / remaining
+        weights, bias = _core.calibrate(
+            left_out, scores, codes.astype(np.int64), smoothed, log_empirical, shrinkage=_SCORE_SHRINKAGE,
+            n_threads=n_threads,
+        )
         score_weights[start + 1 : stop + 1] = weights
         score_bias[start + 1 : stop + 1] = bias
     return score_weights, score_bias
-
-
-def _log_softmax(logits):
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
 
 
 def _smoothed_targets(codes, counts):
@@ -293,35 +290,3 @@ def _smoothed_targets(codes, counts):
     smoothed = np.repeat(((1.0 - true) / (n_classes - 1))[:, None], n_classes, axis=1)
     smoothed[np.arange(len(codes)), codes] = true
     return smoothed
-
-
-def _calibrate(scores, codes, counts, smoothed, log_empirical):
-    """LDA on the scores ``(B, m, C-1)`` of ``B`` prefixes, then a temperature each:
-    ``(A, c)`` of shapes ``(B, C-1, C)`` and ``(B, C)``."""
-    n_prefixes, m, dims = scores.shape
-    centre = scores.mean(axis=1, keepdims=True)  # LDA is translation-invariant: centred, a
-    scores = scores - centre  # constant score gives zero log-odds, not ∞ − ∞
-    indicator = np.zeros((m, len(counts)))
-    indicator[np.arange(m), codes] = 1.0
-    means = (indicator.T @ scores) / counts[None, :, None]
-    residuals = scores - means[:, codes, :]
-    covariance = np.swapaxes(residuals, 1, 2) @ residuals / m
-    trace = np.trace(covariance, axis1=1, axis2=2)
-    scale = np.einsum("bmd,bmd->b", scores, scores) / m
-    floor = 1e-9 * trace / dims + 1e-12 * scale + 1e-300
-    mean_eigenvalue = _SCORE_SHRINKAGE * trace / dims + floor
-    covariance = (1.0 - _SCORE_SHRINKAGE) * covariance + mean_eigenvalue[:, None, None] * np.eye(dims)
-    precision_means = np.linalg.solve(covariance, np.swapaxes(means, 1, 2))  # (B, C-1, C)
-    quadratic = np.einsum("bcd,bdc->bc", means, precision_means)
-    log_odds = scores @ precision_means - quadratic[:, None, :] / 2.0  # (B, m, C)
-    temperature = _temperatures(log_odds, smoothed, log_empirical)
-    weights = temperature[:, None, None] * precision_means
-    bias = -temperature[:, None] * (quadratic / 2.0 + np.einsum("bd,bdc->bc", centre[:, 0, :], precision_means))
-    return weights, bias
-
-
-def _temperatures(log_odds, smoothed, log_priors):
-    """``T ≥ 0`` per prefix minimising the cross-entropy of ``softmax(T z + log π)`` to the
-    smoothed targets: a convex problem in one variable, by safeguarded Newton steps in the
-    core (one fused pass a step; NumPy's took ten, over every prefix at once)."""
-    return _core.softmax_temperatures(np.ascontiguousarray(log_odds), smoothed, np.asarray(log_priors, np.float64))

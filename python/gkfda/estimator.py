@@ -367,7 +367,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         self._models = [
             fit_discriminant(
                 K[:, support], K[np.ix_(support, support)], problem, *self._problem_classes(c),
-                by_class[support], float(self.reg), kernel_scale, stopped_early, passes,
+                by_class[support], float(self.reg), kernel_scale, stopped_early, passes, n_threads=threads,
             )
             for c, (problem, (support, stopped_early, passes)) in enumerate(zip(problems, selections))
         ]
@@ -411,7 +411,8 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
             codes = y_index if len(self._models) == 1 else (y_index == c).astype(np.intp)
             model._models.append(fit_discriminant(
                 columns, columns[old.support], codes, *self._problem_classes(c), old.support, float(reg),
-                old.kernel_scale, old.stopped_early, old.kernel_passes,
+                old.kernel_scale, old.stopped_early, old.kernel_passes, projection=old.projection,
+                n_threads=thread_count(self.n_jobs),
             ))
         model._set_public_attributes()
         return model
