@@ -3,14 +3,18 @@ gamma, kernel, k, reg, stages and classes. Every fit ends in finite outputs or a
 exception naming the argument; ``predict`` is the argmax of ``predict_proba``; float32
 predicts within 2 points of float64 on well-conditioned data.
 
-The CI runs the bounded ``ci`` profile; a longer search is
-``HYPOTHESIS_PROFILE=long pytest tests/test_properties.py`` (2,000 examples a test).
+The CI runs the bounded ``ci`` profile, and the same search once more in a child process
+with a timeout (an abort or a hang in the core would otherwise take pytest down with it);
+a longer search is ``HYPOTHESIS_PROFILE=long pytest tests/test_properties.py`` (2,000
+examples a test).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -24,6 +28,9 @@ settings.register_profile(
     "ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
 )
 settings.register_profile("long", max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "child", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # A message that names its argument: the core's and gkfda's "name: ..." or scikit-learn's
@@ -60,6 +67,8 @@ models = st.fixed_dictionaries(
         "stages": st.sampled_from([1, 2, 5]),
         "deflation": st.sampled_from(["schur", "projection", "hotelling", "ortho-schur", "none"]),
         "criterion": st.sampled_from(["optimal", "pseudo", "random"]),
+        "multiclass": st.sampled_from(["shared", "ovr"]),
+        "skewed_priors": st.booleans(),
     }
 )
 
@@ -67,6 +76,9 @@ models = st.fixed_dictionaries(
 @given(problem=problems, params=models)
 def test_fits_give_finite_consistent_outputs_or_a_named_error(problem, params):
     X, y = blobs(**problem)
+    params = dict(params)
+    if params.pop("skewed_priors"):  # the last class ten times as probable as each other
+        params["priors"] = np.r_[np.ones(problem["classes"] - 1), 10.0] / (problem["classes"] + 9)
     model = GreedyKFDA(**params, n_jobs=1, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -117,3 +129,16 @@ def test_float32_predicts_within_two_points_of_float64(problem, k, kernel, defla
             warnings.simplefilter("ignore")
             scores[dtype] = GreedyKFDA(**params).fit(X, y).score(X_test, y_test)
     assert scores["float32"] >= scores["float64"] - 0.02, scores
+
+
+@pytest.mark.skipif(os.environ.get("HYPOTHESIS_PROFILE") == "child", reason="runs in the child itself")
+def test_random_fits_in_a_child_process_end_without_a_crash_or_a_hang():
+    # Other examples than the in-process run's (another seed), in a child that may die.
+    command = [
+        sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--hypothesis-seed=20261125",
+        f"{__file__}::test_fits_give_finite_consistent_outputs_or_a_named_error",
+    ]
+    child = subprocess.run(
+        command, env={**os.environ, "HYPOTHESIS_PROFILE": "child"}, capture_output=True, text=True, timeout=600
+    )
+    assert child.returncode == 0, (child.returncode, child.stdout[-3000:], child.stderr[-3000:])
