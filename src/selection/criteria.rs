@@ -16,11 +16,12 @@ impl<'a, F: Real> Engine<'a, F> {
         take: usize,
     ) -> Vec<usize> {
         let mut scored: Vec<(F, usize)> = Vec::new();
+        let (numerators, denominators) = self.fisher_terms();
         for i in 0..self.m {
             if blocked[i] || (self.tracks_d && self.d[i] <= self.threshold[i]) {
                 continue;
             }
-            let (numerator, denominator) = self.fisher_terms(i);
+            let (numerator, denominator) = (numerators[i], denominators[i]);
             if criterion.uses_denominator() && denominator <= self.threshold[i] {
                 continue;
             }
@@ -46,33 +47,40 @@ impl<'a, F: Real> Engine<'a, F> {
     }
 
     /// The numerator `Σ_{c<c'} (s_c[i] − s_{c'}[i])²` and the denominator
-    /// `d_i − Σ_c (w_c/m_c) s_c[i]²` of column `i`'s Fisher score. Two classes: `(p − n)²`
-    /// and `d − αp² − βn²`, the two-class criterion's own expressions to the last bit. More:
-    /// the numerator as `C Σ_c (s_c − s̄)²`, the same sum of squared differences in O(C)
-    /// (`s̄` the mean of the class sums), the denominator's terms subtracted from the last
-    /// class down (the positive class first, for two).
-    pub(super) fn fisher_terms(&self, i: usize) -> (F, F) {
-        if let [n, p] = &self.sums[..] {
-            let (p, n) = (p[i], n[i]);
-            let [beta, alpha] = self.scatter_weights[..] else {
-                unreachable!("one scatter weight per class")
-            };
-            let a = p - n;
-            return (a * a, self.d[i] - alpha * p * p - beta * n * n);
+    /// `d_i − Σ_c (w_c/m_c) s_c[i]²` of each column's Fisher score, `(numerators,
+    /// denominators)`. Two classes: `(p − n)²` and `d − αp² − βn²`, the two-class
+    /// criterion's own expressions to the last bit. More: the numerator as
+    /// `C Σ_c (s_c − s̄)²`, the same sum of squared differences in O(C) (`s̄` the mean of
+    /// the class sums), the denominator's terms subtracted from the last class down (the
+    /// positive class first, for two); class by class, each loop along contiguous vectors.
+    pub(super) fn fisher_terms(&self) -> (Vec<F>, Vec<F>) {
+        if let ([n, p], &[beta, alpha]) = (&self.sums[..], &self.scatter_weights[..]) {
+            let terms = p.iter().zip(n).zip(&self.d).map(|((&p, &n), &d)| {
+                let a = p - n;
+                (a * a, d - alpha * p * p - beta * n * n)
+            });
+            return terms.unzip();
         }
         let n_classes = F::from_f64(self.sums.len() as f64);
-        let mut total = F::zero();
+        let mut mean = vec![F::zero(); self.m];
         for sum in &self.sums {
-            total += sum[i];
+            mean.iter_mut().zip(sum).for_each(|(total, &s)| *total += s);
         }
-        let mean = total / n_classes;
-        let (mut spread, mut denominator) = (F::zero(), self.d[i]);
+        mean.iter_mut()
+            .for_each(|total| *total = *total / n_classes);
+        let mut spread = vec![F::zero(); self.m];
+        let mut denominator = self.d.clone();
         for (sum, &scatter) in self.sums.iter().zip(&self.scatter_weights).rev() {
-            let s = sum[i];
-            spread += (s - mean) * (s - mean);
-            denominator -= scatter * s * s;
+            let columns = spread.iter_mut().zip(&mut denominator).zip(sum).zip(&mean);
+            for (((spread, denominator), &s), &mean) in columns {
+                *spread += (s - mean) * (s - mean);
+                *denominator -= scatter * s * s;
+            }
         }
-        (n_classes * spread, denominator)
+        spread
+            .iter_mut()
+            .for_each(|spread| *spread = n_classes * *spread);
+        (spread, denominator)
     }
 
     /// [`Engine::ranked_candidates`](super::engine::Engine::ranked_candidates) without `d`: every unblocked candidate ranked by its
