@@ -7,7 +7,7 @@
 
 use arbitrary::{Result, Unstructured};
 use gkfda::{kernel, selection, Criterion, Deflation, GreedyParams, Kernel, Real, Selection};
-use gkfda_fuzz::{grid, matrix, real, Laid, Layout};
+use gkfda_fuzz::{grid, matrix, one_in, real, Laid, Layout};
 use libfuzzer_sys::fuzz_target;
 use ndarray::{Array2, ArrayView2};
 
@@ -23,12 +23,26 @@ struct Problem {
 
 fn run(u: &mut Unstructured) -> Result<()> {
     let m = u.int_in_range(0..=40)?;
-    let values = kernel_values(u, m)?;
-    let layout: Layout = u.arbitrary()?;
+    // A strided kernel is refused: rarely, so that most inputs reach the engine.
+    let layout = match u.int_in_range(0u8..=15)? {
+        0..=7 => Layout::RowMajor,
+        8..=14 => Layout::ColumnMajor,
+        _ => Layout::Strided,
+    };
+    // `select_many` wants one thread count for all its problems: mostly they have it.
+    let n_threads = threads(u)?;
     let mut problems = Vec::new();
     for _ in 0..u.int_in_range(1..=4)? {
-        problems.push(problem(u, m)?);
+        let n_threads = if one_in(u, 16)? {
+            threads(u)?
+        } else {
+            n_threads
+        };
+        problems.push(problem(u, m, n_threads)?);
     }
+    // The kernel last: its m² values may use up the input, and an input that runs out
+    // reads as zeros, which should not decide the labels and parameters.
+    let values = kernel_values(u, m)?;
     names(u)?;
     if u.arbitrary()? {
         check(Laid::<f32>::new(&values, layout).view(), &problems);
@@ -39,26 +53,29 @@ fn run(u: &mut Unstructured) -> Result<()> {
 }
 
 /// An `m×m` kernel (now and then `m×(m+1)`): mostly a genuine Gram matrix, so that the
-/// engine gets past its checks and picks, otherwise any values, symmetric or not, or a
-/// Gram matrix with a few entries broken.
+/// engine gets past its checks and picks; otherwise one scaled by a power of ten from
+/// subnormal to near overflow, one with a few entries broken, or any values, symmetric
+/// or not.
 fn kernel_values(u: &mut Unstructured, m: usize) -> Result<Array2<f64>> {
-    if u.ratio(1, 32)? {
+    if one_in(u, 32)? {
         return matrix(u, m, m + 1, real);
     }
     Ok(match u.int_in_range(0u8..=7)? {
-        0 => matrix(u, m, m, real)?,
-        1 => {
+        5 => gram(u, m)? * 10f64.powi(u.int_in_range(-320..=308)?),
+        7 => {
             let mut k = matrix(u, m, m, real)?;
-            for i in 0..m {
-                for j in 0..i {
-                    k[[i, j]] = k[[j, i]];
+            if u.arbitrary()? {
+                for i in 0..m {
+                    for j in 0..i {
+                        k[[i, j]] = k[[j, i]];
+                    }
                 }
             }
             k
         }
         choice => {
             let mut k = gram(u, m)?;
-            if choice == 2 && m > 0 {
+            if choice == 6 && m > 0 {
                 for _ in 0..u.int_in_range(1..=3)? {
                     let (i, j) = (u.choose_index(m)?, u.choose_index(m)?);
                     k[[i, j]] = real(u)?;
@@ -90,50 +107,61 @@ fn gram(u: &mut Unstructured, m: usize) -> Result<Array2<f64>> {
     Ok(kernel::gram(x.view(), &kernel, 1).expect("a valid kernel of finite points"))
 }
 
-fn problem(u: &mut Unstructured, m: usize) -> Result<Problem> {
-    let labels_len = match u.int_in_range(0u8..=31)? {
-        0 => m + 1,
-        1 => m.saturating_sub(1),
+fn threads(u: &mut Unstructured) -> Result<usize> {
+    if one_in(u, 16)? {
+        Ok(0)
+    } else {
+        u.int_in_range(1..=4)
+    }
+}
+
+/// Labels and parameters for a selection among `m`: each field now and then out of range
+/// (about one in 16 to 32 for each), so that most problems pass the checks.
+fn problem(u: &mut Unstructured, m: usize, n_threads: usize) -> Result<Problem> {
+    let labels_len = match u.int_in_range(0u8..=63)? {
+        62 => m + 1,
+        63 => m.saturating_sub(1),
         _ => m,
     };
     let labels = match u.int_in_range(0u8..=2)? {
-        // The classes contiguous, as `GreedyKFDA.fit` orders them.
         0 => {
-            let negatives = u.int_in_range(0..=labels_len)?;
-            (0..labels_len).map(|i| i >= negatives).collect()
-        }
-        1 => {
             let period = u.int_in_range(1..=4)?;
             (0..labels_len).map(|i| i % (2 * period) < period).collect()
+        }
+        // The classes contiguous, as `GreedyKFDA.fit` orders them (both present: the
+        // arbitrary labels below reach one class often enough).
+        1 => {
+            let negatives = u.int_in_range(1..=labels_len.saturating_sub(1).max(1))?;
+            (0..labels_len).map(|i| i >= negatives).collect()
         }
         _ => (0..labels_len)
             .map(|_| u.arbitrary())
             .collect::<Result<_>>()?,
     };
-    let k = match u.int_in_range(0u8..=15)? {
-        0 => u.arbitrary()?,
-        1 => 0,
-        2 => m + 1,
+    let k = match u.int_in_range(0u8..=63)? {
+        61 => u.arbitrary()?,
+        62 => 0,
+        63 => m + 1,
         _ => u.int_in_range(1..=m.max(1))?,
     };
     let criterion = u.choose(&Criterion::ALL)?.0;
     let deflation = u.choose(&Deflation::ALL)?.0;
-    let stages = match u.int_in_range(0u8..=15)? {
-        0 => 0,
-        1 => u.arbitrary()?,
-        2..=5 => u.int_in_range(1..=m + 1)?,
-        _ => u.int_in_range(1..=4)?,
+    let stages = match u.int_in_range(0u8..=63)? {
+        0..=45 => u.int_in_range(1..=4)?,
+        46..=61 => u.int_in_range(1..=m + 1)?,
+        62 => 0,
+        _ => u.arbitrary()?,
     };
     let seed = u.arbitrary()?;
     // Mostly none for the other criteria, which refuse one.
-    let random_order = if criterion == Criterion::Random || u.ratio(1, 16)? {
+    let random_order = if criterion == Criterion::Random || one_in(u, 32)? {
         order(u, m, seed)?
     } else {
         None
     };
-    let tol = match u.int_in_range(0u8..=3)? {
-        0 => Some(real(u)?),
-        1 => Some(10f64.powi(-u.int_in_range(0..=16)?)),
+    let tol = match u.int_in_range(0u8..=15)? {
+        13 | 14 => Some(10f64.powi(-u.int_in_range(0..=16)?)),
+        15 => Some(real(u)?),
         _ => None,
     };
     let params = GreedyParams {
@@ -144,7 +172,7 @@ fn problem(u: &mut Unstructured, m: usize) -> Result<Problem> {
         random_order,
         seed,
         tol,
-        n_threads: u.int_in_range(0..=4)?,
+        n_threads,
     };
     Ok(Problem { labels, params })
 }
@@ -159,10 +187,10 @@ fn order(u: &mut Unstructured, m: usize, seed: u64) -> Result<Option<Vec<usize>>
         sorted.iter().copied().eq(0..m),
         "random_order({m}, {seed}) is not a permutation"
     );
-    match u.int_in_range(0u8..=5)? {
-        0 | 1 => return Ok(None),
-        2 | 3 => {}
-        4 if m > 0 => {
+    match u.int_in_range(0u8..=7)? {
+        0..=2 => return Ok(None),
+        3..=5 => {}
+        6 if m > 0 => {
             let i = u.choose_index(m)?;
             order[i] = if u.arbitrary()? {
                 order[(i + 1) % m]
