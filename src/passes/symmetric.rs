@@ -120,10 +120,7 @@ pub(super) fn symmetric_products<F: Real>(
                 .collect()
         })
         .collect();
-    let band = |((rows, slot_of), buffers): (
-        (&std::ops::Range<usize>, &Vec<Option<usize>>),
-        &mut BandBuffers<F>,
-    )| {
+    let band = |((rows, slot_of), buffers): BandJob<'_, F>| {
         let held = slot_of.iter().flatten().count() * r;
         refill(&mut buffers.lanes, rows.len() * width, F::zero_lanes());
         refill(&mut buffers.scalars, rows.len() * width, F::zero());
@@ -207,6 +204,12 @@ pub(super) fn symmetric_products<F: Real>(
     }
     out
 }
+
+/// A band's rows, its groups' slots in its buffer, and its buffers.
+type BandJob<'b, F> = (
+    (&'b std::ops::Range<usize>, &'b Vec<Option<usize>>),
+    &'b mut BandBuffers<F>,
+);
 
 /// The state of one band of rows of a symmetric pass.
 pub(super) struct SymmetricBand<'a, F: Real> {
