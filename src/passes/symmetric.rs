@@ -104,9 +104,13 @@ pub(super) fn symmetric_products<F: Real>(
     let slots: Vec<Vec<Option<usize>>> = band_rows
         .iter()
         .map(|rows| {
+            // The groups of the runs of columns (so of rows) that meet the band's rows.
             let mut present = vec![false; groups.len()];
-            rows.clone()
-                .filter_map(|i| group_of[i])
+            let first = segments.partition_point(|(run, _)| run.end <= rows.start);
+            segments[first..]
+                .iter()
+                .take_while(|(run, _)| run.start < rows.end)
+                .filter_map(|&(_, g)| g)
                 .for_each(|g| present[g] = true);
             let mut next = 0;
             present
