@@ -16,8 +16,8 @@ impl<'a, F: Real> Engine<'a, F> {
         take: usize,
     ) -> Vec<usize> {
         let mut scored: Vec<(F, usize)> = Vec::new();
-        // Two classes: each candidate's terms on their own, as the two-class engine always
-        // did (to the last bit); more: every column's, class by class.
+        // Two classes: each candidate's terms on their own, in the binary criterion's
+        // expressions (so its picks to the last bit); more: every column's, class by class.
         let two_class = match (&self.sums[..], &self.scatter_weights[..]) {
             ([n, p], &[beta, alpha]) => Some((p, n, alpha, beta)),
             _ => None,
