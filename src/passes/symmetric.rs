@@ -98,15 +98,43 @@ pub(super) fn symmetric_products<F: Real>(
             .bands
             .resize_with(band_rows.len(), BandBuffers::default);
     }
-    let band = |(rows, buffers): (&std::ops::Range<usize>, &mut BandBuffers<F>)| {
+    // A band's transposed updates go only to the groups of its rows: its buffer holds
+    // those (`slots[b][g]`, in group order), so that classes in runs (a band's rows are of
+    // one class or two) do not zero and sum a buffer per group for every band.
+    let slots: Vec<Vec<Option<usize>>> = band_rows
+        .iter()
+        .map(|rows| {
+            // The groups of the runs of columns (so of rows) that meet the band's rows.
+            let mut present = vec![false; groups.len()];
+            let first = segments.partition_point(|(run, _)| run.end <= rows.start);
+            segments[first..]
+                .iter()
+                .take_while(|(run, _)| run.start < rows.end)
+                .filter_map(|&(_, g)| g)
+                .for_each(|g| present[g] = true);
+            let mut next = 0;
+            present
+                .iter()
+                .map(|&here| {
+                    here.then(|| {
+                        next += 1;
+                        next - 1
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    let band = |((rows, slot_of), buffers): BandJob<'_, F>| {
+        let held = slot_of.iter().flatten().count() * r;
         refill(&mut buffers.lanes, rows.len() * width, F::zero_lanes());
         refill(&mut buffers.scalars, rows.len() * width, F::zero());
-        refill(&mut buffers.buffer, width * (m - rows.start), F::zero());
+        refill(&mut buffers.buffer, held * (m - rows.start), F::zero());
         let mut band = SymmetricBand {
             kernel,
             m,
             rhs,
             group_of: &group_of,
+            slot_of,
             segments: &segments,
             width,
             wide,
@@ -139,12 +167,14 @@ pub(super) fn symmetric_products<F: Real>(
     let by_band: Vec<Vec<F>> = pool.install(|| {
         band_rows
             .par_iter()
+            .zip(slots.par_iter())
             .zip(buffers.par_iter_mut())
             .map(band)
             .collect()
     });
     // Each output on its own thread (a wide pass's bands hold ~20 outputs of up to `m`
-    // values each), summed in band order whatever the thread count.
+    // values each), summed in band order whatever the thread count; a band without the
+    // output's group has only zeros to add, and is passed over.
     let bands_done = &workspace.bands[..band_rows.len()];
     let mut outputs: Vec<Vec<F>> = pool.install(|| {
         (0..width)
@@ -156,9 +186,14 @@ pub(super) fn symmetric_products<F: Real>(
                         output[i] = values[w];
                     }
                 }
-                for (rows, buffers) in band_rows.iter().zip(bands_done) {
+                let (g, j) = (w / r, w % r);
+                for ((rows, slot_of), buffers) in band_rows.iter().zip(&slots).zip(bands_done) {
+                    let Some(slot) = slot_of[g] else {
+                        continue;
+                    };
                     let len = m - rows.start;
-                    let added = &buffers.buffer[w * len..(w + 1) * len];
+                    let at = slot * r + j;
+                    let added = &buffers.buffer[at * len..(at + 1) * len];
                     let target = &mut output[rows.start..];
                     target.iter_mut().zip(added).for_each(|(t, &b)| *t += b);
                 }
@@ -174,12 +209,20 @@ pub(super) fn symmetric_products<F: Real>(
     out
 }
 
+/// A band's rows, its groups' slots in its buffer, and its buffers.
+type BandJob<'b, F> = (
+    (&'b std::ops::Range<usize>, &'b Vec<Option<usize>>),
+    &'b mut BandBuffers<F>,
+);
+
 /// The state of one band of rows of a symmetric pass.
 pub(super) struct SymmetricBand<'a, F: Real> {
     kernel: &'a [F],
     m: usize,
     rhs: &'a [&'a [F]],
     group_of: &'a [Option<usize>],
+    /// Per group, its place in `buffer` when a row of the band is of that group.
+    slot_of: &'a [Option<usize>],
     segments: &'a [(std::ops::Range<usize>, Option<usize>)],
     width: usize,
     /// Two or more right-hand sides on AVX-512: the wide tiles
@@ -248,7 +291,8 @@ impl<F: Real> SymmetricBand<'_, F> {
     fn tile<const T: usize>(&mut self, i: usize) {
         let (m, r) = (self.m, self.rhs.len());
         let rows: [&[F]; T] = std::array::from_fn(|t| &self.kernel[(i + t) * m..(i + t + 1) * m]);
-        let row_group = self.group_of[i];
+        // The transposed updates go to the row group's slot of the band's buffer.
+        let row_slot = self.group_of[i].and_then(|h| self.slot_of[h]);
         let right = i + T;
         let first = self.segments.partition_point(|(run, _)| run.end <= right);
         for s in first..self.segments.len() {
@@ -259,12 +303,12 @@ impl<F: Real> SymmetricBand<'_, F> {
             let body = piece.start..piece.start + piece.len() / step * step;
             match r {
                 _ if self.wide => {
-                    self.body_wide::<T>(&rows, i, column_group, row_group, body.clone())
+                    self.body_wide::<T>(&rows, i, column_group, row_slot, body.clone())
                 }
-                1 => self.body::<T, 1>(&rows, i, column_group, row_group, body.clone()),
-                2 => self.body::<T, 2>(&rows, i, column_group, row_group, body.clone()),
-                3 => self.body::<T, 3>(&rows, i, column_group, row_group, body.clone()),
-                4 => self.body::<T, 4>(&rows, i, column_group, row_group, body.clone()),
+                1 => self.body::<T, 1>(&rows, i, column_group, row_slot, body.clone()),
+                2 => self.body::<T, 2>(&rows, i, column_group, row_slot, body.clone()),
+                3 => self.body::<T, 3>(&rows, i, column_group, row_slot, body.clone()),
+                4 => self.body::<T, 4>(&rows, i, column_group, row_slot, body.clone()),
                 _ => {
                     unreachable!("narrow passes have 1 to {NARROW_SYMMETRIC_MAX} right-hand sides")
                 }
@@ -272,7 +316,7 @@ impl<F: Real> SymmetricBand<'_, F> {
             // The columns left over, one by one.
             for (t, row) in rows.iter().enumerate() {
                 for l in body.end..piece.end {
-                    self.scalar_element(i + t, l, row[l], row_group);
+                    self.scalar_element(i + t, l, row[l], row_slot);
                 }
             }
         }
@@ -281,22 +325,23 @@ impl<F: Real> SymmetricBand<'_, F> {
         for (t, row) in rows.iter().enumerate() {
             self.scalar_element(i + t, i + t, row[i + t], None); // counted once
             for l in i + t + 1..right {
-                self.scalar_element(i + t, l, row[l], row_group);
+                self.scalar_element(i + t, l, row[l], row_slot);
             }
         }
     }
 
     /// Element `K[i,l]`, `l ≥ i`, one by one: `K[i,l]·x[l]` into output `i` of the column's
-    /// group and, when `row_group` is given, `K[i,l]·x[i]` into output `l` of that group.
+    /// group and, when `row_slot` is given, `K[i,l]·x[i]` into output `l` of the buffer's
+    /// slot `row_slot` (the row's group).
     #[inline(always)]
-    fn scalar_element(&mut self, i: usize, l: usize, value: F, row_group: Option<usize>) {
+    fn scalar_element(&mut self, i: usize, l: usize, value: F, row_slot: Option<usize>) {
         let (r, len) = (self.rhs.len(), self.m - self.first_row);
         for (j, x) in self.rhs.iter().enumerate() {
             if let Some(g) = self.group_of[l] {
                 let sum = &mut self.scalars[(i - self.first_row) * self.width + g * r + j];
                 *sum = value.mul_add(x[l], *sum);
             }
-            if let Some(g) = row_group {
+            if let Some(g) = row_slot {
                 let sum = &mut self.buffer[(g * r + j) * len + l - self.first_row];
                 *sum = value.mul_add(x[i], *sum);
             }
@@ -304,20 +349,21 @@ impl<F: Real> SymmetricBand<'_, F> {
     }
 
     /// A whole number of SIMD widths of columns `body`, of group `column_group`, for rows
-    /// `i..i + T` of group `row_group`: both halves from one load of each element.
+    /// `i..i + T` whose group has slot `row_slot` of the buffer: both halves from one load of
+    /// each element.
     fn body<const T: usize, const R: usize>(
         &mut self,
         rows: &[&[F]; T],
         i: usize,
         column_group: Option<usize>,
-        row_group: Option<usize>,
+        row_slot: Option<usize>,
         body: std::ops::Range<usize>,
     ) {
         let rhs: [&[F]; R] = std::array::from_fn(|j| self.rhs[j]);
         let acc_start = (i - self.first_row) * self.width;
         let len = self.m - self.first_row;
         let columns = body.start - self.first_row..body.end - self.first_row;
-        match (column_group, row_group) {
+        match (column_group, row_slot) {
             (Some(g), Some(h)) => {
                 let coefficients: [[F; R]; T] =
                     std::array::from_fn(|t| std::array::from_fn(|j| rhs[j][i + t]));
@@ -355,10 +401,10 @@ impl<F: Real> SymmetricBand<'_, F> {
         rows: &[&[F]; T],
         i: usize,
         column_group: Option<usize>,
-        row_group: Option<usize>,
+        row_slot: Option<usize>,
         body: std::ops::Range<usize>,
     ) {
-        let (Some(g), Some(h)) = (column_group, row_group) else {
+        let (Some(g), Some(h)) = (column_group, row_slot) else {
             unreachable!("a wide symmetric pass has every column in a group")
         };
         let (r, len, stride) = (self.rhs.len(), self.m - self.first_row, self.width);

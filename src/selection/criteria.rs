@@ -16,12 +16,26 @@ impl<'a, F: Real> Engine<'a, F> {
         take: usize,
     ) -> Vec<usize> {
         let mut scored: Vec<(F, usize)> = Vec::new();
-        let (numerators, denominators) = self.fisher_terms();
+        // Two classes: each candidate's terms on their own, in the binary criterion's
+        // expressions (so its picks to the last bit); more: every column's, class by class.
+        let two_class = match (&self.sums[..], &self.scatter_weights[..]) {
+            ([n, p], &[beta, alpha]) => Some((p, n, alpha, beta)),
+            _ => None,
+        };
+        let class_terms = two_class.is_none().then(|| self.class_fisher_terms());
         for i in 0..self.m {
             if blocked[i] || (self.tracks_d && self.d[i] <= self.threshold[i]) {
                 continue;
             }
-            let (numerator, denominator) = (numerators[i], denominators[i]);
+            let (numerator, denominator) = match (two_class, &class_terms) {
+                (Some((p, n, alpha, beta)), _) => {
+                    let (p, n) = (p[i], n[i]);
+                    let a = p - n;
+                    (a * a, self.d[i] - alpha * p * p - beta * n * n)
+                }
+                (None, Some((numerators, denominators))) => (numerators[i], denominators[i]),
+                (None, None) => unreachable!("the terms of more than two classes are formed"),
+            };
             if criterion.uses_denominator() && denominator <= self.threshold[i] {
                 continue;
             }
@@ -47,20 +61,14 @@ impl<'a, F: Real> Engine<'a, F> {
     }
 
     /// The numerator `Σ_{c<c'} (s_c[i] − s_{c'}[i])²` and the denominator
-    /// `d_i − Σ_c (w_c/m_c) s_c[i]²` of each column's Fisher score, `(numerators,
-    /// denominators)`. Two classes: `(p − n)²` and `d − αp² − βn²`, the two-class
-    /// criterion's own expressions to the last bit. More: the numerator as
-    /// `C Σ_c (s_c − s̄)²`, the same sum of squared differences in O(C) (`s̄` the mean of
-    /// the class sums), the denominator's terms subtracted from the last class down (the
-    /// positive class first, for two); class by class, each loop along contiguous vectors.
-    pub(super) fn fisher_terms(&self) -> (Vec<F>, Vec<F>) {
-        if let ([n, p], &[beta, alpha]) = (&self.sums[..], &self.scatter_weights[..]) {
-            let terms = p.iter().zip(n).zip(&self.d).map(|((&p, &n), &d)| {
-                let a = p - n;
-                (a * a, d - alpha * p * p - beta * n * n)
-            });
-            return terms.unzip();
-        }
+    /// `d_i − Σ_c (w_c/m_c) s_c[i]²` of each column's Fisher score for more than two
+    /// classes, `(numerators, denominators)` (two classes: `(p − n)²` and
+    /// `d − αp² − βn²`, in [`Engine::ranked_candidates`]). The numerator as
+    /// `C Σ_c (s_c − s̄)²`, the same sum of squared differences in O(C) (`s̄` the mean of the
+    /// class sums), the denominator's terms subtracted from the last class down (as the
+    /// two-class expression subtracts the positive class, code 1, first); class by class,
+    /// each loop along contiguous vectors.
+    pub(super) fn class_fisher_terms(&self) -> (Vec<F>, Vec<F>) {
         let n_classes = F::from_f64(self.sums.len() as f64);
         let mut mean = vec![F::zero(); self.m];
         for sum in &self.sums {

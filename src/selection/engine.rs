@@ -142,7 +142,7 @@ impl<'a, F: Real> Engine<'a, F> {
         }
         let mf = m as f64;
         // `w_c = H/m_c` and `w_c/m_c`. For two classes `H/m_c = 2·m_other/m`, written so,
-        // as the two-class criterion always was: the same values to the last bit.
+        // the binary criterion's expression: the same values to the last bit.
         let (class_weights, scatter_weights): (Vec<f64>, Vec<f64>) = if n_classes == 2 {
             let other = |c: usize| sizes[1 - c] as f64;
             (0..2)
@@ -386,7 +386,7 @@ impl<'a, F: Real> Engine<'a, F> {
             u_sums[c as usize] += *value;
         }
         if let [n, p] = &mut self.sums[..] {
-            // Two classes in one sweep, as the two-class engine always did.
+            // Two classes in one sweep, each sum in the binary criterion's order.
             let (u_neg, u_pos) = (u_sums[0], u_sums[1]);
             for ((p, n), &v) in p.iter_mut().zip(n.iter_mut()).zip(v) {
                 *p -= v * u_pos;
