@@ -9,7 +9,7 @@
 //! small problems over `m × C` values each, where NumPy's temporaries (a dozen passes over
 //! the whole `k × m × C` block) cost more than the selection they follow (digits: 0.35 s
 //! at k = 100 and 10 classes; a full KFDA at m = 1,000: 0.8 s). Here one prefix is one
-//! task, its buffers `m × C`, its Newton steps one fused pass each.
+//! task, its buffers `m × C`, each Newton step one vector `exp` over them and one fused pass.
 
 use crate::error::{Error, Result};
 use ndarray::{s, Array2, Array3, ArrayView2, ArrayView3};
@@ -24,9 +24,6 @@ const RELATIVE_STEP: f64 = 1e-8;
 /// `T` (neighbouring prefixes differ by one basis). Fixed, so that no result depends on
 /// the thread count.
 const PREFIXES_PER_TASK: usize = 16;
-/// Log-probabilities more than this below a row's largest contribute `< e⁻⁴⁰` each and
-/// are not exponentiated.
-const NEGLIGIBLE: f64 = 40.0;
 
 /// The training set's side of the calibration, shared by every prefix.
 pub struct Classes<'a> {
@@ -206,23 +203,25 @@ impl Prefix {
     /// curvature vanishes or rounds below zero) it goes by the gradient's sign.
     fn temperature(&self, classes: &Classes, start: f64) -> f64 {
         let n_classes = classes.log_priors.len();
-        let mut logits = vec![0.0; n_classes];
+        let mut weights = vec![0.0; self.log_odds.len()];
         let mut t = if start > 0.0 && start.is_finite() {
             start
         } else {
             1.0
         };
         for _ in 0..MAX_STEPS {
+            softmax_weights(&mut weights, &self.log_odds, classes.log_priors, t);
             let (mut gradient, mut curvature) = (0.0, 0.0);
-            for (row, target) in self
+            for ((row, weights), target) in self
                 .log_odds
                 .chunks_exact(n_classes)
+                .zip(weights.chunks_exact(n_classes))
                 .zip(classes.targets.outer_iter())
             {
-                let total = softmax_weights(&mut logits, row, classes.log_priors, t);
+                let total: f64 = weights.iter().sum();
                 // d/dT = Σ_c (p_c − t_c) z_c, d²/dT² = Σ_c p_c z_c² − (Σ_c p_c z_c)².
                 let (mut expected, mut second) = (0.0, 0.0);
-                for ((&weight, &value), &wanted) in logits.iter().zip(row).zip(target) {
+                for ((&weight, &value), &wanted) in weights.iter().zip(row).zip(target) {
                     let p = weight / total;
                     expected += p * value;
                     second += p * value * value;
@@ -267,10 +266,9 @@ impl Prefix {
                 -t * (self.half_quadratic[c] + shift)
             })
             .collect();
-        let (mut own_loss, mut prior_loss) = (0.0, 0.0);
-        let mut logits = vec![0.0; n_classes];
-        let mut values = vec![0.0; n_classes];
-        for (row, &code) in own.outer_iter().zip(classes.codes) {
+        // The own scores' log-probabilities, up to their rows' constants.
+        let mut values = vec![0.0; own.nrows() * n_classes];
+        for (values, row) in values.chunks_exact_mut(n_classes).zip(own.outer_iter()) {
             values.copy_from_slice(&bias);
             for d in 0..dims {
                 let row_weights = &weights[d * n_classes..(d + 1) * n_classes];
@@ -279,15 +277,23 @@ impl Prefix {
                     .zip(row_weights)
                     .for_each(|(v, w)| *v += row[d] * w);
             }
-            let total = softmax_weights(&mut logits, &values, classes.log_priors, 1.0);
-            // log p_code = log(weight_code / total); a weight below e⁻⁴⁰ is taken exactly.
-            let chosen = values[code] + classes.log_priors[code];
-            let largest = values
+        }
+        let mut probabilities = vec![0.0; values.len()];
+        softmax_weights(&mut probabilities, &values, classes.log_priors, 1.0);
+        let (mut own_loss, mut prior_loss) = (0.0, 0.0);
+        for ((row, weights), &code) in values
+            .chunks_exact(n_classes)
+            .zip(probabilities.chunks_exact(n_classes))
+            .zip(classes.codes)
+        {
+            // log p_code = (v_code + log π_code) − largest − log Σ weights.
+            let largest = row
                 .iter()
                 .zip(classes.log_priors)
                 .map(|(v, p)| v + p)
                 .fold(f64::NEG_INFINITY, f64::max);
-            own_loss -= chosen - largest - total.ln();
+            let total: f64 = weights.iter().sum();
+            own_loss -= row[code] + classes.log_priors[code] - largest - total.ln();
             prior_loss -= classes.log_priors[code];
         }
         if own_loss > prior_loss {
@@ -298,24 +304,22 @@ impl Prefix {
     }
 }
 
-/// `exp(t·z_c + log π_c − max)` into `weights`; returns their sum.
-fn softmax_weights(weights: &mut [f64], z: &[f64], log_priors: &[f64], t: f64) -> f64 {
-    let mut largest = f64::NEG_INFINITY;
-    for ((w, &value), &prior) in weights.iter_mut().zip(z).zip(log_priors) {
-        *w = t * value + prior;
-        largest = largest.max(*w);
+/// `exp(t·z_ic + log π_c − max_c)` into `weights`, row by row (`z` is `m × C` row-major): the
+/// unnormalised softmax of each row, by the crate's vector `exp` over the whole block.
+fn softmax_weights(weights: &mut [f64], z: &[f64], log_priors: &[f64], t: f64) {
+    let n_classes = log_priors.len();
+    for (weights, row) in weights
+        .chunks_exact_mut(n_classes)
+        .zip(z.chunks_exact(n_classes))
+    {
+        let mut largest = f64::NEG_INFINITY;
+        for ((w, &value), &prior) in weights.iter_mut().zip(row).zip(log_priors) {
+            *w = t * value + prior;
+            largest = largest.max(*w);
+        }
+        weights.iter_mut().for_each(|w| *w -= largest);
     }
-    let mut total = 0.0;
-    for w in weights.iter_mut() {
-        let below = *w - largest;
-        *w = if below < -NEGLIGIBLE {
-            0.0
-        } else {
-            below.exp()
-        };
-        total += *w;
-    }
-    total
+    crate::simd::exp::exp_in_place_f64(weights);
 }
 
 /// `X` with `A X = B` for a symmetric positive definite `A` (`n × n`) and `B'` given as
@@ -395,13 +399,14 @@ mod tests {
     /// The cross-entropy at temperature `t` of a prefix's log-odds.
     fn loss(prefix: &Prefix, p: &Problem, t: f64) -> f64 {
         let n = p.log_priors.len();
-        let mut weights = vec![0.0; n];
+        let mut weights = vec![0.0; prefix.log_odds.len()];
+        softmax_weights(&mut weights, &prefix.log_odds, &p.log_priors, t);
         let mut total = 0.0;
-        for (row, target) in prefix.log_odds.chunks_exact(n).zip(p.targets.outer_iter()) {
-            let sum = softmax_weights(&mut weights, row, &p.log_priors, t);
+        for (row, target) in weights.chunks_exact(n).zip(p.targets.outer_iter()) {
+            let sum: f64 = row.iter().sum();
             total -= target
                 .iter()
-                .zip(&weights)
+                .zip(row)
                 .map(|(w, e)| w * (e / sum).ln())
                 .sum::<f64>();
         }
