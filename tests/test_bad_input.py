@@ -695,6 +695,13 @@ def test_the_memory_estimate_counts_the_models_and_the_selections_as_they_run():
     assert many - at_once == (100 - _core.SHARED_SELECTIONS) * 3 * 50 * 50 * 8
 
 
+def test_data_so_flat_that_the_default_gamma_overflows_float32_is_named_as_x():
+    X = np.full((10, 1), 4.27e-08) + np.arange(10)[:, None] * 1e-30
+    y = np.arange(10) % 2
+    with pytest.raises(ValueError, match=r"^X: its variance is so small that gamma='scale'"):
+        GreedyKFDA(k=2, dtype="float32").fit(X, y)
+
+
 def test_reg_zero_with_k_near_m_predicts_what_its_probabilities_say():
     # The within-class matrix is singular there; the discriminant's smallest ridge keeps
     # the solve definite, and predict is the argmax of predict_proba by construction.

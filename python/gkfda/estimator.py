@@ -345,6 +345,12 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
             self._gamma = float(self.gamma)
         elif self._kernel_name() in ("rbf", "poly"):
             self._gamma = _default_gamma(X)
+            if dtype == np.float32 and self._gamma > float(np.finfo(np.float32).max):
+                # Not the user's gamma: the data's scale made it, so the data is named.
+                raise ValueError(
+                    f"X: its variance is so small that gamma='scale' ({self._gamma:.3g}) is beyond the "
+                    "range of float32; scale the features or use dtype='float64'"
+                )
         else:
             self._gamma = 1.0  # not used by the linear, precomputed and callable kernels
         # The kernel is built with the training set ordered by class: the engine's passes
