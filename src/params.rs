@@ -236,6 +236,20 @@ pub(crate) struct ValidParams {
     pub(crate) n_threads: usize,
 }
 
+impl ValidParams {
+    /// The `m`-vectors each recorded pick keeps for the rest of the selection: its rank-one
+    /// term (`v` alone for hotelling, whose `u` is `λ v`; `u` and `v` otherwise) and, for
+    /// `ortho-schur`, its unit direction.
+    pub(crate) fn vectors_per_term(&self) -> usize {
+        let term = match self.family {
+            Family::None => 0,
+            Family::Hotelling => 1,
+            Family::Projection | Family::Schur => 2,
+        };
+        term + usize::from(self.family == Family::Schur && self.directions.orthogonalised())
+    }
+}
+
 impl GreedyParams {
     /// These parameters for a selection over `kernel` with class codes `classes`, checked.
     pub(crate) fn check<F: Real>(

@@ -683,6 +683,29 @@ def test_a_fit_beyond_the_address_space_limit_is_refused_not_aborted():
     assert child.stdout.startswith("refused: X: a fit of 16000 samples with k=6000 needs"), child.stdout
 
 
+def test_the_core_refuses_terms_beyond_the_address_space_limit_instead_of_aborting():
+    # The core's own callers have no up-front estimate: the k×m rank-one terms are reserved
+    # fallibly before the first pick, so the limit gives a MemoryError, not an abort.
+    import subprocess
+    import sys
+
+    code = (
+        "import re, resource, numpy as np\n"
+        "from gkfda import _core\n"
+        "K = np.eye(6000); y = np.arange(6000) % 2 == 0\n"
+        "size = int(re.search(r'VmSize:\\s+(\\d+) kB', open('/proc/self/status').read()).group(1)) << 10\n"
+        "limit = size + (256 << 20)  # the terms need 576 MiB more\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (limit, limit))\n"
+        "try:\n"
+        "    _core.greedy_select(K, y, 6000, deflation='projection', stages=6000)\n"
+        "except MemoryError as error:\n"
+        "    print('refused:', error)\n"
+    )
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert child.returncode == 0, child.stderr[-2000:]
+    assert child.stdout.startswith("refused: the selection's rank-one terms needs"), child.stdout
+
+
 def test_the_memory_estimate_counts_the_models_and_the_selections_as_they_run():
     from gkfda import _core, _validation
 

@@ -103,6 +103,9 @@ pub(super) struct Engine<'a, F: Real> {
     /// ([`Engine::admissible_candidates`]) and so take one pass over `K_0` a pick, not two
     /// (`h = K_t'Du` serves only `d`).
     pub(super) tracks_d: bool,
+    /// Empty vectors of capacity `m`, reserved for the picks still to be recorded
+    /// ([`Engine::reserve_terms`]).
+    pub(super) reserved: Vec<Vec<F>>,
     /// The earlier unit directions `q_r` of `ortho-schur`, orthonormal. Empty otherwise:
     /// those of `ortho-hotelling` are its `vs`, those of `ortho-projection` its `us`
     /// ([`Engine::ortho_basis`]), not stored twice.
@@ -128,6 +131,48 @@ pub(super) struct Engine<'a, F: Real> {
 impl<'a, F: Real> Engine<'a, F> {
     /// The engine of the checked problem `classes` (codes `0..n_classes`, every class
     /// present) over the row-major `m×m` `kernel`, with its statistics' set-up pass.
+    /// Reserves, fallibly, the storage of `terms` recorded picks of `vectors_per_term`
+    /// `m`-vectors each: the memory a selection keeps grows with `k`, which the caller
+    /// chooses, so it is claimed before the first pick, and a refusal is
+    /// [`Error::OutOfMemory`], not an abort in the middle of the selection. A pick's
+    /// vectors are moved into this storage as they are recorded ([`Engine::kept`]).
+    pub(super) fn reserve_terms(&mut self, terms: usize, vectors_per_term: usize) -> Result<()> {
+        let count = terms.saturating_mul(vectors_per_term);
+        let refused = || Error::OutOfMemory {
+            what: "the selection's rank-one terms",
+            bytes: count
+                .saturating_mul(self.m)
+                .saturating_mul(std::mem::size_of::<F>()),
+        };
+        self.reserved
+            .try_reserve_exact(count)
+            .map_err(|_| refused())?;
+        for list in [&mut self.us, &mut self.vs, &mut self.ortho] {
+            list.try_reserve_exact(terms).map_err(|_| refused())?;
+        }
+        self.lambdas
+            .try_reserve_exact(terms)
+            .map_err(|_| refused())?;
+        for _ in 0..count {
+            let mut slot = Vec::new();
+            slot.try_reserve_exact(self.m).map_err(|_| refused())?;
+            self.reserved.push(slot);
+        }
+        Ok(())
+    }
+
+    /// `values` in storage reserved by [`Engine::reserve_terms`] (a copy, O(m)), or as
+    /// they are once that is used up.
+    pub(super) fn kept(&mut self, values: Vec<F>) -> Vec<F> {
+        match self.reserved.pop() {
+            Some(mut slot) => {
+                slot.extend_from_slice(&values);
+                slot
+            }
+            None => values,
+        }
+    }
+
     pub(super) fn new(
         kernel: &'a [F],
         m: usize,
@@ -202,6 +247,7 @@ impl<'a, F: Real> Engine<'a, F> {
             vs: Vec::new(),
             lambdas: Vec::new(),
             ortho: Vec::new(),
+            reserved: Vec::new(),
             tracks_d: true,
             class_groups,
             class_weights,

@@ -372,6 +372,7 @@ fn run_selection<F: Real>(
 ) -> Result<Selection> {
     let tol = params.tol;
     let m = engine.m;
+    engine.reserve_terms(params.k.min(m), params.vectors_per_term())?;
     let mut rank = Vec::new();
     if params.criterion == Criterion::Random {
         let order = params

@@ -95,7 +95,8 @@ impl<'a, F: Real> Engine<'a, F> {
             let (x, v) = match first.take() {
                 Some(FirstPick::Product { x, v }) => {
                     if directions.orthogonalised() {
-                        self.ortho.push(x.clone());
+                        let kept = self.kept(x.clone());
+                        self.ortho.push(kept);
                     }
                     chosen.push(i);
                     (x, v)
@@ -114,7 +115,8 @@ impl<'a, F: Real> Engine<'a, F> {
                         continue;
                     };
                     if directions.orthogonalised() {
-                        self.ortho.push(x.clone());
+                        let kept = self.kept(x.clone());
+                        self.ortho.push(kept);
                     }
                     chosen.push(i);
                     // One sweep over `U` for `U'x` and the last term's `U'Du`, one pass for
@@ -140,6 +142,7 @@ impl<'a, F: Real> Engine<'a, F> {
             if self.tracks_d {
                 pending = Some(self.weighted(&u));
             }
+            let (u, v) = (self.kept(u), self.kept(v));
             self.us.push(u);
             self.vs.push(v);
         }

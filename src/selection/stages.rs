@@ -472,8 +472,10 @@ impl<'a, F: Real> Engine<'a, F> {
             } else {
                 let u = term.direction.x;
                 self.update_statistics(&u, &v, &h);
+                let u = self.kept(u);
                 self.us.push(u);
             }
+            let v = self.kept(v);
             self.vs.push(v);
             self.lambdas.push(term.lambda);
         }
