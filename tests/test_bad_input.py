@@ -662,48 +662,44 @@ def test_float32_rbf_far_from_the_origin_predicts_like_float64(offset):
     assert np.abs(K32 - rbf_kernel(X[:50].astype(np.float32).astype(np.float64), gamma=2.0)).max() < 1e-5
 
 
-def test_a_fit_beyond_the_address_space_limit_is_refused_not_aborted():
-    # Under RLIMIT_AS the free memory is no guide: the fit must be refused up front, where
-    # it used to be accepted and then abort the interpreter on a failed allocation.
+def _refusal_in_a_child(code):
+    """What ``code`` prints when the ``MemoryError`` of its last line is caught, run in a
+    child process: an abort there fails the test instead of ending pytest."""
     import subprocess
     import sys
 
-    code = (
+    code += "\ntry:\n    run()\nexcept MemoryError as error:\n    print('refused:', error)\n"
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert child.returncode == 0, child.stderr[-2000:]
+    return child.stdout
+
+
+def test_a_fit_beyond_the_address_space_limit_is_refused_not_aborted():
+    # Under RLIMIT_AS the free memory is no guide: the fit must be refused up front, where
+    # it used to be accepted and then abort the interpreter on a failed allocation.
+    printed = _refusal_in_a_child(
         "import resource, numpy as np\n"
         "resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))\n"
         "from gkfda import GreedyKFDA\n"
         "X = np.random.default_rng(0).normal(size=(16000, 3)); y = (X[:, 0] > 0).astype(int)\n"
-        "try:\n"
-        "    GreedyKFDA(k=6000, gamma=5.0, deflation='projection', stages=50).fit(X, y)\n"
-        "except MemoryError as error:\n"
-        "    print('refused:', error)\n"
+        "run = lambda: GreedyKFDA(k=6000, gamma=5.0, deflation='projection', stages=50).fit(X, y)"
     )
-    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert child.returncode == 0, child.stderr[-2000:]
-    assert child.stdout.startswith("refused: X: a fit of 16000 samples with k=6000 needs"), child.stdout
+    assert printed.startswith("refused: X: a fit of 16000 samples with k=6000 needs"), printed
 
 
 def test_the_core_refuses_terms_beyond_the_address_space_limit_instead_of_aborting():
     # The core's own callers have no up-front estimate: the k×m rank-one terms are reserved
     # fallibly before the first pick, so the limit gives a MemoryError, not an abort.
-    import subprocess
-    import sys
-
-    code = (
+    printed = _refusal_in_a_child(
         "import re, resource, numpy as np\n"
         "from gkfda import _core\n"
         "K = np.eye(6000); y = np.arange(6000) % 2 == 0\n"
         "size = int(re.search(r'VmSize:\\s+(\\d+) kB', open('/proc/self/status').read()).group(1)) << 10\n"
         "limit = size + (256 << 20)  # the terms need 576 MiB more\n"
         "resource.setrlimit(resource.RLIMIT_AS, (limit, limit))\n"
-        "try:\n"
-        "    _core.greedy_select(K, y, 6000, deflation='projection', stages=6000)\n"
-        "except MemoryError as error:\n"
-        "    print('refused:', error)\n"
+        "run = lambda: _core.greedy_select(K, y, 6000, deflation='projection', stages=6000)"
     )
-    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert child.returncode == 0, child.stderr[-2000:]
-    assert child.stdout.startswith("refused: the selection's rank-one terms needs"), child.stdout
+    assert printed.startswith("refused: the selection's rank-one terms needs"), printed
 
 
 def test_the_memory_estimate_counts_the_models_and_the_selections_as_they_run():
