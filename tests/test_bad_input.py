@@ -723,13 +723,17 @@ def test_data_so_flat_that_the_default_gamma_overflows_float32_is_named_as_x():
 
 def test_reg_zero_with_k_near_m_predicts_what_its_probabilities_say():
     # The within-class matrix is singular there; the discriminant's smallest ridge keeps
-    # the solve definite, and predict is the argmax of predict_proba by construction.
-    rng = np.random.default_rng(3)
+    # the solve definite and its leave-one-out calibration meaningful (a floor of 1e-8
+    # made it fall back to the priors on these noisy labels), and predict is the argmax of
+    # predict_proba by construction.
+    rng = np.random.default_rng(0)
     X = rng.normal(size=(200, 2))
-    y = (X[:, 0] > 0).astype(int)
-    for deflation, k in (("none", 200), ("hotelling", 200), ("none", 198)):
+    y = (X[:, 0] + 0.3 * rng.normal(size=200) > 0).astype(int)
+    X_new = rng.normal(size=(1000, 2))
+    y_new = (X_new[:, 0] + 0.3 * rng.normal(size=1000) > 0).astype(int)
+    for deflation, k in (("none", 200), ("hotelling", 200), ("none", 199), ("none", 100)):
         model = GreedyKFDA(k=k, reg=0.0, deflation=deflation, gamma=1.0).fit(X, y)
         proba = model.predict_proba(X)
         assert np.all(np.isfinite(proba))
         np.testing.assert_array_equal(model.predict(X), model.classes_[proba.argmax(axis=1)])
-        assert model.score(X, y) > 0.9
+        assert model.score(X_new, y_new) > 0.8

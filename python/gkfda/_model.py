@@ -18,7 +18,7 @@ The discriminant
 With ``C`` classes, the targets are the indicators of classes ``1..C-1`` (class 0 is
 implied), and every sample is weighted by ``w_i = m / (C m_c)``, so that each class
 weighs the same. The weighted ridge regression ``β = (Φ_c'WΦ_c + λI)⁻¹ Φ_c'W Y_c`` (``Φ_c``
-the features centred at their weighted mean, ``λ = m · max(reg, 1e-8) · mean K(x, x)``)
+the features centred at their weighted mean, ``λ = m · max(reg, 1e-6) · mean K(x, x)``)
 spans the Fisher directions of the average of the class covariances, plus a ridge of
 ``reg`` times the kernel's scale: for two classes, it is the direction of paper 000's
 Fisher discriminant with the papers' ``B`` (the class-balanced total covariance is the
@@ -54,9 +54,10 @@ _blas_controller = None
 
 #: The smallest ``reg``: a ridge keeps the discriminant's solve definite when bases are
 #: nearly dependent or ``k`` is near ``m``, and its leave-one-out scores more than rounding
-#: noise (2-D data, m = k = 200: at 1e-10 the calibration of the near-interpolating fit
-#: fell back to the priors, at 1e-8 it did not).
-SMALLEST_REG = 1e-8
+#: noise. On 200 noisy 2-D points (gamma = 1, reg = 0), test accuracy at k = 100 and 199 was
+#: 0.50-0.52 with a floor of 1e-8 (the calibration fell back to the priors), 0.53-0.59 at 1e-7,
+#: 0.87-0.89 at 1e-6 and 0.90 at 1e-5.
+SMALLEST_REG = 1e-6
 
 # The prefixes calibrated together hold at most this many leave-one-out scores.
 _CALIBRATION_BLOCK = 1 << 21

@@ -87,7 +87,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         Constant of ``poly``.
     reg : float, default=1e-4
         Ridge of the Fisher discriminant, relative to the kernel's scale (the mean of
-        ``K(x, x)`` over the training set; values below 1e-8 count as 1e-8).
+        ``K(x, x)`` over the training set; values below 1e-6 count as 1e-6).
     priors : array-like of shape (n_classes,) or None, default=None
         Class priors in the order of ``classes_``, positive and summing to 1; ``None``
         uses the class frequencies of the training set. They shift the decision

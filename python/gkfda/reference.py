@@ -244,7 +244,7 @@ def fit_model(K, y, indices, reg=1e-4, priors=None):
     R = nystrom_projection(np.asarray(K)[np.ix_(indices, indices)])
     Phi = np.asarray(K, dtype=np.float64)[:, indices] @ R.T
     scale = float(np.mean(np.diag(K)))
-    ridge = m * max(reg, 1e-8) * (scale if scale > 0 else 1.0)
+    ridge = m * max(reg, 1e-6) * (scale if scale > 0 else 1.0)
 
     def regression(rows):
         w = weights[rows]
