@@ -261,6 +261,7 @@ def _calibrations(orthonormal, target_products, root, intercept_leverage, target
     score_weights = np.zeros((k + 1, n_classes - 1, n_classes))
     score_bias = np.zeros((k + 1, n_classes))  # j = 0: no feature, the priors alone
     smoothed = _smoothed_targets(codes, counts)
+    codes = codes.astype(np.int64)  # the core's type, converted once for every block
     fitted = np.broadcast_to(target_mean, (m, n_classes - 1)).copy()
     leverage = intercept_leverage.copy()
     block = max(1, _CALIBRATION_BLOCK // (m * max(n_classes - 1, 1)))
@@ -275,7 +276,7 @@ def _calibrations(orthonormal, target_products, root, intercept_leverage, target
         remaining = np.maximum(1.0 - leverages, 1e-12)[:, :, None]
         left_out = targets - (targets - scores) / remaining
         weights, bias = _core.calibrate(
-            left_out, scores, codes.astype(np.int64), smoothed, log_empirical, shrinkage=_SCORE_SHRINKAGE,
+            left_out, scores, codes, smoothed, log_empirical, shrinkage=_SCORE_SHRINKAGE,
             n_threads=n_threads,
         )
         score_weights[start + 1 : stop + 1] = weights

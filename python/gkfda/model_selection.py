@@ -23,7 +23,6 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._core import KERNELS
 from .estimator import GreedyKFDA, _default_gamma
 
 #: The range of the default gamma grid, as powers of 2 times the data's scale.
