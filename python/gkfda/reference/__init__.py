@@ -46,7 +46,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ._core import CRITERIA, DEFLATIONS
+from .._core import CRITERIA, DEFLATIONS
 
 
 def default_tol(dtype) -> float:
