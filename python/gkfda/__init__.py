@@ -14,10 +14,16 @@ from . import _core, reference
 from ._core import CRITERIA, DEFLATIONS, KERNELS
 from .estimator import GreedyKFDA, fit
 from .model_selection import GreedyKFDACV
+from .pursuit import GreedyNystroem, KernelMatchingPursuit, SparseKernelCCA, SparseKernelPCA, matching_pursuit_bound
 
 __all__ = [
     "GreedyKFDA",
     "GreedyKFDACV",
+    "GreedyNystroem",
+    "KernelMatchingPursuit",
+    "SparseKernelCCA",
+    "SparseKernelPCA",
+    "matching_pursuit_bound",
     "fit",
     "reference",
     "CRITERIA",

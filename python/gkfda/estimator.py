@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import re
 import warnings
 from numbers import Integral, Real
 
@@ -11,12 +10,23 @@ import numpy as np
 from scipy.special import expit, log_expit, log_softmax, logsumexp, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, _fit_context
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, Options, StrOptions, validate_parameter_constraints
+from sklearn.utils._param_validation import Options, StrOptions, validate_parameter_constraints
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from . import _core
 from ._core import CRITERIA, DEFLATIONS, KERNELS
+from ._kernels import (
+    _LARGEST_DEGREE,
+    _LARGEST_THREADS,
+    _check_callable_output,
+    _check_overflow,
+    _convert,
+    _count,
+    _Number,
+    resolve_gamma,
+    validate_input,
+)
 from ._model import fit_discriminant, one_blas_thread
 from ._validation import check_fit_fits, check_precomputed_kernel, thread_count
 
@@ -27,25 +37,6 @@ MULTICLASS = ("shared", "ovr")
 #: problem one-vs-rest.
 DEFAULT_K_PER_CLASS = 25
 DEFAULT_K_PER_PROBLEM = 50
-
-
-class _Number(Interval):
-    """scikit-learn's ``Interval`` without booleans: ``k=True`` is a mistake, not ``k=1``."""
-
-    def is_satisfied_by(self, val):
-        return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
-
-
-# The largest count the core takes (an int64 at the binding), and the largest degree (the
-# exponent of a power in the core is an int32): bounds checked here, before any cast.
-_LARGEST_COUNT = np.iinfo(np.int64).max
-_LARGEST_DEGREE = np.iinfo(np.int32).max
-# Threads: far more than any machine has, far less than overflows the thread count.
-_LARGEST_THREADS = 2**20
-
-
-def _count(minimum=1, maximum=_LARGEST_COUNT):
-    return _Number(Integral, minimum, maximum, closed="both")
 
 
 class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
@@ -239,18 +230,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         return np.dtype(self.dtype).type
 
     def _validate_X(self, X, reset, y="no_validation"):
-        dtype = [np.float64, np.float32]
-        try:
-            if not (isinstance(y, str) and y == "no_validation"):
-                # Passed on even when None, so that fit(X, None) gets sklearn's "requires y".
-                return validate_data(self, X, y, dtype=dtype, ensure_min_samples=2, reset=reset)
-            return validate_data(self, X, dtype=dtype, reset=reset)
-        except (TypeError, ValueError) as error:
-            message = str(error)
-            if re.search(r"\b[Xy]\b", message):  # already names its argument
-                raise
-            argument = "X, y" if "inconsistent numbers of samples" in message else "X"
-            raise type(error)(f"{argument}: {message}") from error
+        return validate_input(self, X, reset, y)
 
     def _kernel_name(self):
         return "callable" if callable(self.kernel) else self.kernel
@@ -341,18 +321,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         self.priors_ = self._checked_priors(y_index, n_classes)
         m = X.shape[0]
         k = self._resolved_k(n_classes, m)
-        if self.gamma is not None:
-            self._gamma = float(self.gamma)
-        elif self._kernel_name() in ("rbf", "poly"):
-            self._gamma = _default_gamma(X)
-            if dtype == np.float32 and self._gamma > float(np.finfo(np.float32).max):
-                # Not the user's gamma: the data's scale made it, so the data is named.
-                raise ValueError(
-                    f"X: its variance is so small that gamma='scale' ({self._gamma:.3g}) is beyond the "
-                    "range of float32; scale the features or use dtype='float64'"
-                )
-        else:
-            self._gamma = 1.0  # not used by the linear, precomputed and callable kernels
+        self._gamma = resolve_gamma(self.gamma, self._kernel_name(), X, dtype)
         # The kernel is built with the training set ordered by class: the engine's passes
         # then split each kernel row by class and meet each element once for `K x` and
         # `K D x` together, where interleaved classes take two multiply-adds. Indices are
@@ -760,54 +729,6 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
             truncated._support_points = self._support_points.subset(union)
         truncated._set_public_attributes()
         return truncated
-
-
-def _convert(A, dtype, argument):
-    """``A`` as a C-contiguous array of ``dtype``, refusing values that overflow it."""
-    A = np.asarray(A)
-    if A.dtype == dtype:
-        return np.ascontiguousarray(A)
-    # A is finite (checked before); one reduction finds an overflow without an m×m temporary.
-    with np.errstate(over="ignore", invalid="ignore"):
-        converted = np.ascontiguousarray(A, dtype=dtype)
-        total = converted.sum(dtype=np.float64)
-    if not np.isfinite(total):
-        raise ValueError(
-            f"{argument}: has values beyond the range of {np.dtype(dtype).name}; "
-            "scale them or use dtype='float64'"
-        )
-    return converted
-
-
-def _default_gamma(X) -> float:
-    """``1 / (n_features · Var(X))`` like ``SVC(gamma="scale")``; 1 for constant X."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        variance = float(X.var(dtype=np.float64))
-    if not np.isfinite(variance):
-        raise ValueError("X: the variance of the features overflows float64; scale the features")
-    gamma = 1.0 / (X.shape[1] * variance) if variance > 0 else 1.0
-    return gamma if np.isfinite(gamma) else 1.0  # subnormal variance: X is constant too
-
-
-def _check_overflow(K):
-    """A built-in kernel of finite X is finite unless its entries overflowed the dtype."""
-    # One reduction with no m×m temporary: NaN and inf propagate to the sum.
-    with np.errstate(over="ignore", invalid="ignore"):
-        total = K.sum(dtype=np.float64)
-    if not np.isfinite(total):
-        raise ValueError(
-            f"X: the kernel matrix overflows {K.dtype.name}; scale the features"
-            + (" or use dtype='float64'" if K.dtype == np.float32 else "")
-        )
-    return K
-
-
-def _check_callable_output(K, shape):
-    if K.shape != shape:
-        raise ValueError(f"kernel: the callable must return a matrix of shape {shape}, got {K.shape}")
-    if not np.all(np.isfinite(K)):
-        raise ValueError("kernel: the callable returned NaN or infinite values")
-    return K
 
 
 class _IndexedRows:
