@@ -267,3 +267,70 @@ def test_an_unfitted_model_has_no_bound():
 
     with pytest.raises(NotFittedError):
         GreedyKFDA().generalisation_bound()
+
+
+# -- the study ------------------------------------------------------------------------------
+
+
+def test_informative_size_is_where_the_projected_bound_crosses_1():
+    from gkfda.study.bound import _scaled, informative_size
+
+    bound = fisher_discriminant_bound((0.3, 0.25), (0.01, 0.02), (300, 500), (6, 4))
+    size = informative_size(bound)
+    assert bound.value == 1.0 and size > bound.m
+    assert _scaled(bound, size).value < 1.0 <= _scaled(bound, size - 1).value
+    assert informative_size(fisher_discriminant_bound((0.3, -0.1), (0.01, 0.02), (300, 500), (6, 4))) is None
+
+
+@pytest.fixture
+def results_dir(tmp_path):
+    (tmp_path / "results.csv").write_text(
+        "dataset,method,criterion,deflation,stages,realisation,canonical,gamma,k,k_used,m_train,m_test,"
+        "n_features,test_error,fit_time,cv_error,params\n"
+        "heart,optimal/schur/1,optimal,schur,1,1,1,0.03125,10,10,170,100,13,0.2,0.01,0.15,{}\n"
+        "heart,optimal/schur/1,optimal,schur,1,2,1,0.03125,10,10,170,100,13,0.25,0.01,0.15,{}\n"
+        "heart,svm,,,,1,1,0.5,83,83,170,100,13,0.2,0.01,0.15,{}\n"
+    )
+    return tmp_path
+
+
+def test_the_benchmark_rows_bound_the_refitted_mpkfda(results_dir):
+    from gkfda.datasets import load_benchmark
+    from gkfda.study.bound import benchmark_bounds
+
+    rows = benchmark_bounds(results_dir, realisations=5)
+    assert rows["dataset"].tolist() == ["heart", "heart"] and rows["realisation"].tolist() == [1, 2]
+    X, y, X_test, y_test = load_benchmark("heart").split(1)
+    model = GreedyKFDA(k=10, gamma=0.03125, n_jobs=1, random_state=1).fit(X, y)
+    second = rows.iloc[1]
+    assert second["test_error"] == pytest.approx(1.0 - model.score(X_test, y_test))
+    assert second["bound"] == model.generalisation_bound().value == 1.0
+    assert second["margin_pos"] == pytest.approx(model.generalisation_bound().positive.margin, rel=1e-9)
+    assert second["m_informative"] > second["m_train"]
+    with pytest.raises(ValueError, match="^datasets: 'banana'"):
+        benchmark_bounds(results_dir, datasets=["banana"])
+
+
+def test_the_synthetic_rows_fit_then_project():
+    from gkfda.study.bound import synthetic_bounds
+
+    rows = synthetic_bounds(sizes=(400, 800), projected=(10**5, 10**6), test_size=500)
+    assert rows["kind"].tolist() == ["fitted", "fitted", "projected", "projected"]
+    fitted, projected = rows[rows["kind"] == "fitted"], rows[rows["kind"] == "projected"]
+    assert fitted["test_error"].lt(0.05).all() and projected["test_error"].isna().all()
+    assert (rows["bound"] > 0).all() and (rows["bound"] <= 1).all()
+    assert projected["bound"].iloc[1] < projected["bound"].iloc[0] < 1.0
+    assert (projected["margin_pos"] == fitted["margin_pos"].iloc[-1]).all()
+    assert (rows["bound_union"] >= rows["bound"]).all()
+
+
+def test_the_command_writes_the_table_that_the_report_shows(results_dir, capsys):
+    from gkfda.cli import main
+    from gkfda.study.report import write_report
+
+    assert main(["bound", str(results_dir), "--no-synthetic", "--realisations", "1"]) == 0
+    assert "| heart |" in capsys.readouterr().out
+    assert len((results_dir / "bound.csv").read_text().splitlines()) == 2
+    index = write_report(results_dir, figures=False)[-1].read_text()
+    assert "## The generalisation bound beside the test error" in index and "| heart |" in index
+    assert main(["bound", str(results_dir / "absent")]) == 2

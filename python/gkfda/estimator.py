@@ -390,10 +390,10 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         self._feature_moments = None
         if n_classes == 2:
             (support, _, _), model = selections[0], self._models[0]
-            with one_blas_thread():
-                features = np.asarray(K[:, support], dtype=np.float64) @ model.projection.T
             largest_norm = float(np.sqrt(max(np.max(np.diagonal(K)), 0.0)))
-            self._feature_moments = FeatureMoments.of(features, codes, support, largest_norm)
+            with one_blas_thread():  # O(m k²), and OpenBLAS's workers would spin afterwards
+                features = np.asarray(K[:, support], dtype=np.float64) @ model.projection.T
+                self._feature_moments = FeatureMoments.of(features, codes, support, largest_norm)
         self._fitted_k = k
         union = np.unique(np.concatenate([model.support for model in self._models]))
         # Keep only the training points the models need, indexed by training index.
