@@ -197,6 +197,42 @@ def test_a_separable_problem_at_ten_thousand_points_gets_an_informative_bound():
     assert bound.value == pytest.approx(_expected(model, X, y).value, abs=1e-9)
 
 
+def test_a_float32_fit_is_bounded_like_a_float64_one(moons):
+    X, y = moons
+    single = GreedyKFDA(k=8, gamma=2.0, dtype="float32").fit(X, y).generalisation_bound()
+    double = GreedyKFDA(k=8, gamma=2.0).fit(X, y).generalisation_bound()
+    assert single.positive.margin == pytest.approx(double.positive.margin, rel=1e-4)
+    assert single.negative.variance == pytest.approx(double.negative.variance, rel=1e-3)
+
+
+def test_a_discriminant_refitted_with_another_reg_gets_its_own_bound(moons):
+    # The moments do not depend on the discriminant: a refit keeps them, with its own w.
+    X, y = moons
+    model = GreedyKFDA(k=12, gamma=2.0, reg=1e-4).fit(X, y)
+    refitted = model._refitted_with_reg(10.0, X, y)
+    ours = refitted.generalisation_bound()
+    assert ours.positive.margin != pytest.approx(model.generalisation_bound().positive.margin, rel=1e-3)
+    assert ours.positive.margin == pytest.approx(_expected(refitted, X, y).positive.margin, rel=1e-9)
+
+
+def test_the_cross_validated_model_has_a_bound(moons):
+    from gkfda import GreedyKFDACV
+
+    X, y = moons
+    search = GreedyKFDACV(max_k=10, cv=3).fit(X, y)
+    bound = search.best_estimator_.generalisation_bound()
+    assert bound.k == search.best_estimator_.k_ and 0.0 < bound.value <= 1.0
+
+
+@pytest.mark.parametrize("name", ["gkfda.bounds", "gkfda.study.bound"])
+def test_the_modules_have_examples(name):
+    import doctest
+    import importlib
+
+    tests = doctest.DocTestFinder().find(importlib.import_module(name))
+    assert sum(len(test.examples) for test in tests) >= 3
+
+
 def test_truncation_gives_the_bound_of_the_truncated_model(moons):
     X, y = moons
     model = GreedyKFDA(k=30, gamma=2.0).fit(X, y)
