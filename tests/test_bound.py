@@ -233,6 +233,16 @@ def test_the_modules_have_examples(name):
     assert sum(len(test.examples) for test in tests) >= 3
 
 
+def test_a_model_without_bases_gets_the_trivial_bound():
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(20, 3)) * 1e-160, np.array([0, 1] * 10)
+    with pytest.warns(UserWarning, match="chose no basis"):
+        model = GreedyKFDA(k=5).fit(X, y)
+    bound = model.generalisation_bound()
+    assert model.k_ == 0 and bound.k == 0 and bound.value == 1.0
+    assert bound.positive.alpha == bound.negative.alpha == 0.0
+
+
 def test_truncation_gives_the_bound_of_the_truncated_model(moons):
     X, y = moons
     model = GreedyKFDA(k=30, gamma=2.0).fit(X, y)

@@ -233,8 +233,9 @@ class FeatureMoments:
         counts = np.bincount(codes, minlength=2)
         means, scatters = np.zeros((2, k)), np.zeros((2, k, k))
         for c in range(2):
-            deviations = features[codes == c] - features[codes == c].mean(axis=0)
-            means[c] = features[codes == c].mean(axis=0)
+            rows = features[codes == c]
+            means[c] = rows.mean(axis=0)
+            deviations = rows - means[c]
             scatters[c] = deviations.T @ deviations
         return cls(counts, means, scatters, features[support_rows], np.asarray(codes)[support_rows].astype(np.int64),
                    float(largest_norm))
