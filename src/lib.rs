@@ -33,6 +33,7 @@ pub mod kernel;
 mod params;
 pub mod passes;
 mod pool;
+pub mod pursuit;
 mod real;
 pub mod selection;
 pub mod simd;
