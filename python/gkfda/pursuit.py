@@ -63,17 +63,7 @@ _DTYPES = ("float64", "float32")
 
 def _select(method, K, k, threads, **options):
     """The engine's greedy selection: ``(indices, scores, stopped_early)``."""
-    engine = getattr(_core, "pursuit_select", None)
-    if engine is None:  # TEMPORARY-SHIM until the Rust engine lands
-        from . import reference
-        if method == "matching":
-            indices, scores = reference.matching_pursuit_select(K, options["target"], k)
-        elif method == "pca":
-            indices, scores = reference.sparse_pca_select(K, k)
-        else:
-            indices, scores = reference.sparse_cca_select(K, options["second_kernel"], k, signed=options["signed"])
-        return indices, scores, len(indices) < k
-    indices, scores, stopped_early, _ = engine(method, K, int(k), n_threads=threads, **options)
+    indices, scores, stopped_early, _ = _core.pursuit_select(method, K, int(k), n_threads=threads, **options)
     return np.asarray(indices, dtype=np.int64), np.asarray(scores, dtype=np.float64), bool(stopped_early)
 
 
@@ -326,7 +316,7 @@ class KernelMatchingPursuit(RegressorMixin, _KernelPursuit):
         K = self._training_kernel(X, k)
         target = y - y.mean() if self.fit_intercept else y
         indices, scores, stopped_early = _select(
-            "matching", K, k, self._threads(), target=np.ascontiguousarray(target, dtype=K.dtype)
+            "matching", K, k, self._threads(), y=np.ascontiguousarray(target, dtype=K.dtype)
         )
         self._warn_if_short(stopped_early, len(indices), k)
         columns = np.asarray(K[:, indices], dtype=np.float64)
