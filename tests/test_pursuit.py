@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.kernel_approximation import Nystroem
+from sklearn.linear_model import LinearRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
@@ -204,6 +205,16 @@ def test_greedy_nystroem_supervised_takes_the_fisher_bases(n_classes):
     assert len(set(random.component_indices_.tolist())) == 10
 
 
+def test_greedy_nystroem_with_a_continuous_target_takes_the_kmp_landmarks():
+    X, y, _, K, _ = problem(10)
+    model = GreedyNystroem(n_components=12, gamma=0.4).fit(X, y)
+    np.testing.assert_array_equal(model.component_indices_, reference.matching_pursuit_select(K, y - y.mean(), 12)[0])
+    # A linear model of the features is KMP's model with a constant.
+    kmp = KernelMatchingPursuit(k=12, gamma=0.4, fit_intercept=True).fit(X, y)
+    pipeline = make_pipeline(GreedyNystroem(n_components=12, gamma=0.4), LinearRegression()).fit(X, y)
+    np.testing.assert_allclose(pipeline.predict(X), kmp.predict(X), atol=1e-6)
+
+
 def test_greedy_nystroem_in_a_pipeline_before_lda():
     from sklearn.datasets import load_digits
 
@@ -321,16 +332,18 @@ def test_bound_arguments(data):
 
 def test_nystroem_supervised_criterion_needs_labels(data):
     X, _ = data
-    with pytest.raises(ValueError, match="criterion: 'optimal' needs class labels y"):
+    with pytest.raises(ValueError, match="criterion: 'optimal' needs labels or a target y"):
         GreedyNystroem(5, criterion="optimal").fit(X)
     with pytest.raises(ValueError, match="deflation: the 'pca' criterion has its own deflation"):
         GreedyNystroem(5, deflation="projection").fit(X)
+    with pytest.raises(ValueError, match="deflation: the 'matching' criterion has its own deflation"):
+        GreedyNystroem(5, criterion="matching", deflation="schur").fit(X, np.arange(30.0))
 
 
-def test_nystroem_continuous_labels(data):
+def test_nystroem_fisher_criterion_with_a_continuous_target(data):
     X, y = data
     with pytest.raises(ValueError, match="y: Unknown label type"):
-        GreedyNystroem(5).fit(X, y)
+        GreedyNystroem(5, criterion="optimal").fit(X, y)
 
 
 @pytest.mark.parametrize(

@@ -34,7 +34,7 @@ from scipy.linalg import cholesky, eigh, solve_triangular, svd
 from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin, _fit_context
 from sklearn.utils import Bunch, check_random_state
 from sklearn.utils._param_validation import Options, StrOptions, validate_params
-from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
 
 from . import _core
@@ -194,7 +194,7 @@ class _KernelPursuit(BaseEstimator):
             warnings.warn(
                 f"{name}={value} is larger than the number of training samples ({m}): {m} bases are used.",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
             return m
         return int(value)
@@ -205,7 +205,7 @@ class _KernelPursuit(BaseEstimator):
                 f"the selection stopped after {chosen} of {wanted} bases: every other training point "
                 "is numerically in the span of those chosen. Use a larger gamma or fewer bases.",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
 
     def _check_training_rows(self, n, argument="X"):
@@ -683,8 +683,8 @@ class SparseKernelCCA(TransformerMixin, _KernelPursuit):
         self._warn_if_short(stopped_early, len(indices), k)
         n_components = min(int(self.n_components), len(indices))
         if n_components < self.n_components:
-            warnings.warn(f"only {n_components} canonical directions: the selection chose {len(indices)} points",
-                          UserWarning, stacklevel=2)
+            warnings.warn(f"n_components={self.n_components} is more than the {len(indices)} points chosen: "
+                          f"{n_components} canonical directions are used.", UserWarning, stacklevel=3)
         self._x_factor = _cholesky(Kx[np.ix_(indices, indices)])
         self._y_factor = _cholesky(Ky[np.ix_(indices, indices)])
         Zx = _features(self._x_factor, Kx[:, indices])
@@ -774,26 +774,51 @@ class SparseKernelCCA(TransformerMixin, _KernelPursuit):
                          for t in errors.sum(axis=0)])
 
 
+def _float_target(y):
+    """A regression target as float64, its message naming ``y``."""
+    try:
+        return np.asarray(column_or_1d(y), dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"y: the 'matching' criterion needs a numeric 1-D target: {error}") from error
+
+
+def _class_labels(y):
+    """Class labels as the engine takes them: booleans for two classes, else codes ``0..C-1``."""
+    try:
+        check_classification_targets(y)
+    except ValueError as error:
+        raise ValueError(f"y: {error}") from error
+    classes, codes = np.unique(y, return_inverse=True)
+    if len(classes) < 2:
+        raise ValueError(f"y: needs samples of at least two classes, got 1 class ({classes[0]!r})")
+    return np.ascontiguousarray(codes == 1 if len(classes) == 2 else codes.astype(np.int64))
+
+
 class GreedyNystroem(TransformerMixin, _KernelPursuit):
     """scikit-learn's ``Nystroem`` kernel approximation with landmarks chosen greedily.
 
-    With labels (``fit(X, y)``, as in a ``Pipeline`` before a classifier), the landmarks
-    are the bases of :class:`~gkfda.GreedyKFDA`'s shared multiclass selection, chosen for
-    the Fisher criterion of the classes; without (``fit(X)``), those of
-    :class:`SparseKernelPCA`, chosen to explain the most of the kernel. ``transform`` is
-    ``Nystroem``'s: ``K(X, components_) @ normalization_.T``.
+    With class labels (``fit(X, y)``, as in a ``Pipeline`` before a classifier), the
+    landmarks are the bases of :class:`~gkfda.GreedyKFDA`'s shared multiclass selection,
+    chosen for the Fisher criterion of the classes; with a continuous target (before a
+    linear regressor), those of :class:`KernelMatchingPursuit`, whose least squares on the
+    landmarks' kernel columns is a linear model of these features; without ``y``
+    (``fit(X)``), those of :class:`SparseKernelPCA`, chosen to explain the most of the
+    kernel. ``transform`` is ``Nystroem``'s: ``K(X, components_) @ normalization_.T``.
 
     Parameters
     ----------
     n_components : int, default=100
         Number of landmarks; lowered, with a warning, to the number of samples.
-    criterion : {"auto", "pca"} or one of ``gkfda.CRITERIA``, default="auto"
-        ``auto``: ``optimal`` (the Fisher ratio) with labels, ``pca`` without. ``pca``
-        ignores the labels; ``random`` draws the landmarks uniformly (``Nystroem``'s); the
-        other criteria need labels.
+    criterion : {"auto", "pca", "matching"} or one of ``gkfda.CRITERIA``, default="auto"
+        ``auto``: ``optimal`` (the Fisher ratio) with class labels, ``matching`` with a
+        continuous target (``type_of_target(y) == "continuous"``), ``pca`` without ``y``.
+        ``pca`` and ``random`` (uniform landmarks, as ``Nystroem``'s) ignore ``y``;
+        ``matching`` (the landmarks of :class:`KernelMatchingPursuit` for the centred target)
+        and the Fisher criteria need it.
     deflation : "auto" or one of ``gkfda.DEFLATIONS``, default="auto"
-        Of a supervised selection: ``auto`` is ``schur``. The ``pca`` criterion has its own
-        deflation (pivoted Cholesky) and takes only ``auto``.
+        Of a Fisher selection: ``auto`` is ``schur``, ``GreedyKFDA``'s default. ``pca`` and
+        ``matching`` have their own deflations (pivoted Cholesky, projection) and take only
+        ``auto``.
     kernel, gamma, degree, coef0, dtype, n_jobs
         As :class:`KernelMatchingPursuit`.
     random_state : int, RandomState instance or None, default=None
@@ -826,7 +851,7 @@ class GreedyNystroem(TransformerMixin, _KernelPursuit):
 
     _parameter_constraints: dict = {
         "n_components": [_count()],
-        "criterion": [StrOptions({"auto", "pca", *CRITERIA})],
+        "criterion": [StrOptions({"auto", "pca", "matching", *CRITERIA})],
         "deflation": [StrOptions({"auto", *DEFLATIONS})],
         **_KernelPursuit._kernel_constraints,
         "random_state": ["random_state"],
@@ -847,53 +872,52 @@ class GreedyNystroem(TransformerMixin, _KernelPursuit):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        """Choose the landmarks: supervised by ``y`` (class labels) when given.
+        """Choose the landmarks: for ``y`` (class labels or a continuous target) when given.
 
         Returns
         -------
         self
         """
-        supervised = y is not None and self.criterion != "pca"
         criterion = self.criterion
-        if criterion == "auto":
-            criterion = "optimal" if supervised else "pca"
-        if not supervised and criterion not in ("pca", "random"):
-            raise ValueError(f"criterion: {criterion!r} needs class labels y; without them use 'auto', 'pca' or 'random'")
-        if criterion == "pca" and self.deflation != "auto":
-            raise ValueError(
-                f"deflation: the 'pca' criterion has its own deflation (pivoted Cholesky), got {self.deflation!r}; "
-                "use 'auto'"
-            )
+        supervised = y is not None and criterion not in ("pca", "random")
         if supervised:
             X, y = validate_input(self, X, reset=True, y=y)
-            try:
-                check_classification_targets(y)
-            except ValueError as error:
-                raise ValueError(f"y: {error}") from error
-            classes, codes = np.unique(y, return_inverse=True)
-            if len(classes) < 2:
-                raise ValueError(f"y: needs samples of at least two classes, got 1 class ({classes[0]!r})")
+            if criterion == "auto":
+                criterion = "matching" if type_of_target(y) == "continuous" else "optimal"
         else:
             X = validate_input(self, X, reset=True, ensure_min_samples=2)
+            criterion = "pca" if criterion == "auto" else criterion
+            if criterion not in ("pca", "random"):
+                raise ValueError(f"criterion: {criterion!r} needs labels or a target y; without them use 'auto', "
+                                 "'pca' or 'random'")
+        own_deflation = {"pca": "pivoted Cholesky", "matching": "projection"}
+        if criterion in own_deflation and self.deflation != "auto":
+            raise ValueError(
+                f"deflation: the {criterion!r} criterion has its own deflation ({own_deflation[criterion]}), "
+                f"got {self.deflation!r}; use 'auto'"
+            )
         m = X.shape[0]
         k = self._resolved_count("n_components", self.n_components, m)
-        rng = check_random_state(self.random_state)
-        if criterion == "random" and not supervised:
+        if criterion == "random":
             self._gamma = resolve_gamma(self.gamma, self._kernel_name(), X, self._dtype())
-            indices, stopped_early = rng.permutation(m)[:k].astype(np.int64), False
-        else:
+            indices = check_random_state(self.random_state).permutation(m)[:k].astype(np.int64)
+            stopped_early = False
+        elif criterion == "pca":
+            indices, _, stopped_early = _select("pca", self._training_kernel(X, k), k, self._threads())
+        elif criterion == "matching":
+            target = _float_target(y)
             K = self._training_kernel(X, k)
-            if criterion == "pca":
-                indices, _, stopped_early = _select("pca", K, k, self._threads())
-            else:
-                labels = codes == 1 if len(classes) == 2 else codes.astype(np.int64)
-                order = rng.permutation(m).astype(np.int64) if criterion == "random" else None
-                deflation = "schur" if self.deflation == "auto" else self.deflation
-                indices, stopped_early, _ = _core.greedy_select(
-                    K, np.ascontiguousarray(labels), k, criterion=criterion, deflation=deflation,
-                    random_order=order, n_threads=self._threads(),
-                )
-                indices = np.asarray(indices, dtype=np.int64)
+            indices, _, stopped_early = _select(
+                "matching", K, k, self._threads(), y=np.ascontiguousarray(target - target.mean(), dtype=K.dtype)
+            )
+        else:
+            labels = _class_labels(y)
+            K = self._training_kernel(X, k)
+            deflation = "schur" if self.deflation == "auto" else self.deflation
+            indices, stopped_early, _ = _core.greedy_select(
+                K, labels, k, criterion=criterion, deflation=deflation, n_threads=self._threads()
+            )
+            indices = np.asarray(indices, dtype=np.int64)
         self._warn_if_short(stopped_early, len(indices), k)
         self.components_ = np.array(X[indices])
         self.component_indices_ = indices
