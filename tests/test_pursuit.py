@@ -9,6 +9,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.kernel_approximation import Nystroem
 from sklearn.linear_model import LinearRegression
@@ -114,6 +116,38 @@ def test_matching_scores_are_the_decrease_of_the_residual():
         coef, _ = reference.matching_pursuit_fit(K, y, indices[:t])
         rss = np.sum((K[:, indices[:t]] @ coef - y) ** 2)
         np.testing.assert_allclose(y @ y - np.sum(scores[:t] ** 2), rss, rtol=1e-8)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    m=st.integers(2, 40),
+    k=st.integers(1, 45),
+    gamma=st.floats(1e-3, 50.0),
+    dtype=st.sampled_from([np.float64, np.float32]),
+)
+def test_engine_invariants_on_random_kernels(seed, m, k, gamma, dtype):
+    """What holds whatever the ties: distinct indices, at most k (fewer only on an early
+    stop); KMP's squared scores sum to at most ‖y‖², SKPCA's to at most tr K, SKCCA's
+    cosines are in [−1, 1]."""
+    rng = np.random.default_rng(seed)
+    X = np.round(rng.normal(size=(m, 2)), 1)  # rounded: duplicate points happen
+    K = reference.rbf_kernel(X, X, gamma).astype(dtype)
+    Ky = reference.rbf_kernel(X[:, ::-1] ** 2, X[:, ::-1] ** 2, gamma).astype(dtype)
+    y = rng.normal(size=m).astype(dtype)
+    slack = 1e-6 if dtype == np.float64 else 1e-3
+    k = min(k, m)  # the engine refuses more (the estimators lower k with a warning)
+    for method, options in [("matching", dict(y=y)), ("pca", {}), ("correlation", dict(second_kernel=Ky))]:
+        indices, scores, stopped = engine(method, K, k, **options)
+        assert len(set(indices.tolist())) == len(indices) == len(scores) <= k
+        assert stopped == (len(indices) < k)
+        assert np.all(np.isfinite(scores))
+        if method == "matching":
+            assert np.sum(scores**2) <= float(y.astype(np.float64) @ y) * (1 + slack) + slack
+        elif method == "pca":
+            assert np.all(scores >= 0) and np.sum(scores) <= np.trace(K.astype(np.float64)) * (1 + slack)
+        else:
+            assert np.all(np.abs(scores) <= 1 + slack)
 
 
 # -- the final models --------------------------------------------------------------------

@@ -28,7 +28,9 @@ Examples
 >>> bool(np.isclose(y @ y - rss, np.sum(scores**2)))
 True
 >>> idx, rho = reference.sparse_pca_select(K, k=10)
->>> bool(np.all(np.diff(rho) <= 1e-12))  # the trace decreases less at every pick
+>>> Z = reference.nystrom_features(K[:, idx], K[np.ix_(idx, idx)])
+>>> residual = np.trace(K) - np.sum(Z**2)  # of every point to the chosen subspace
+>>> bool(np.isclose(np.trace(K) - rho.sum(), residual))
 True
 """
 
