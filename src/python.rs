@@ -513,7 +513,7 @@ fn pursue_typed<'py, F: Real + numpy::Element>(
         ))
     };
     let target: Option<PyReadonlyArray1<'py, F>> = target
-        .map(|t| t.extract().map_err(|_| same_dtype("y")))
+        .map(|t| t.extract().map_err(|_| same_dtype("target")))
         .transpose()?;
     let second: Option<PyReadonlyArray2<'py, F>> = second
         .map(|t| t.extract().map_err(|_| same_dtype("second_kernel")))
@@ -530,7 +530,7 @@ fn pursue_typed<'py, F: Real + numpy::Element>(
         .transpose()?;
     let method = match method {
         "matching" => Method::Matching {
-            target: target_slice.ok_or_else(|| missing("y"))?,
+            target: target_slice.ok_or_else(|| missing("target"))?,
         },
         "pca" => Method::Components,
         "correlation" => Method::Correlation {
@@ -541,7 +541,7 @@ fn pursue_typed<'py, F: Real + numpy::Element>(
             signed,
         },
         "fisher" => Method::Fisher {
-            classes: classes.ok_or_else(|| missing("y"))?,
+            classes: classes.ok_or_else(|| missing("classes"))?,
             criterion: match criterion {
                 "optimal" => FisherCriterion::Optimal,
                 "pseudo" => FisherCriterion::Pseudo,
@@ -573,24 +573,25 @@ fn pursue_typed<'py, F: Real + numpy::Element>(
 }
 
 /// A greedy pursuit over a precomputed symmetric kernel (borrowed, not copied), float64 or
-/// float32: `method` is `"matching"` (kernel matching pursuit of the target `y`, projection
+/// float32: `method` is `"matching"` (kernel matching pursuit of `target`, projection
 /// deflation), `"pca"` (sparse kernel PCA, pivoted-Cholesky deflation), `"correlation"`
 /// (sparse kernel CCA of `kernel` and `second_kernel`, the same samples in two views;
 /// `signed=False` ranks by the cosine's absolute value) or `"fisher"` (the KFDA
-/// `criterion`, `"optimal"` or `"pseudo"`, of the integer class codes `y`, projection
+/// `criterion`, `"optimal"` or `"pseudo"`, of the integer class codes `classes`, projection
 /// deflation). A column counts as explained when its guarded statistic falls to `tol` times
 /// its value in the kernel. Returns `(indices, scores, stopped_early, kernel_passes)`,
 /// `scores[s]` the score of pick `s` when it was made.
 #[pyfunction]
-#[pyo3(signature = (method, kernel, k, *, y=None, second_kernel=None, criterion="optimal", signed=true, tol=None, n_threads=1))]
+#[pyo3(signature = (method, kernel, k, *, target=None, second_kernel=None, classes=None, criterion="optimal", signed=true, tol=None, n_threads=1))]
 #[allow(clippy::too_many_arguments)]
 fn pursuit_select<'py>(
     py: Python<'py>,
     method: &str,
     kernel: &Bound<'py, PyAny>,
     k: i64,
-    y: Option<&Bound<'py, PyAny>>,
+    target: Option<&Bound<'py, PyAny>>,
     second_kernel: Option<&Bound<'py, PyAny>>,
+    classes: Option<&Bound<'py, PyAny>>,
     criterion: &str,
     signed: bool,
     tol: Option<f64>,
@@ -602,11 +603,7 @@ fn pursuit_select<'py>(
         tol,
         n_threads: count(n_threads),
     };
-    let classes = match (method, y) {
-        ("fisher", Some(y)) => Some(class_codes(y)?),
-        _ => None,
-    };
-    let target = y.filter(|_| method != "fisher");
+    let classes = classes.map(class_codes).transpose()?;
     let args = (
         method,
         target,

@@ -22,6 +22,7 @@ EXAMPLES = {
     "gkfda.study.experiment": 1,
     "gkfda.study.report": 1,
     "gkfda.study.published": 1,
+    "gkfda.study.pursuit": 1,
 }
 
 

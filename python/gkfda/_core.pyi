@@ -36,8 +36,9 @@ def pursuit_select(
     kernel: npt.NDArray[np.floating],
     k: int,
     *,
-    y: Optional[npt.NDArray[Union[np.floating, np.int64, np.int32]]] = None,
+    target: Optional[npt.NDArray[np.floating]] = None,
     second_kernel: Optional[npt.NDArray[np.floating]] = None,
+    classes: Optional[npt.NDArray[Union[np.int64, np.int32]]] = None,
     criterion: str = "optimal",
     signed: bool = True,
     tol: Optional[float] = None,
@@ -45,12 +46,12 @@ def pursuit_select(
 ) -> Tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], bool, int]:
     """A greedy pursuit over a symmetric kernel, borrowed without a copy.
 
-    ``method`` is ``"matching"`` (kernel matching pursuit of the target ``y``, of the
+    ``method`` is ``"matching"`` (kernel matching pursuit of ``target``, of the
     kernel's dtype; projection deflation), ``"pca"`` (sparse kernel PCA; pivoted-Cholesky
     deflation), ``"correlation"`` (sparse kernel CCA of ``kernel`` and ``second_kernel``, the
     same samples in two views; ``signed=False`` ranks by the cosine's absolute value) or
     ``"fisher"`` (the KFDA ``criterion``, ``"optimal"`` or ``"pseudo"``, of the integer class
-    codes ``y``; projection deflation). Returns ``(indices, scores, stopped_early,
+    codes ``classes``; projection deflation). Returns ``(indices, scores, stopped_early,
     kernel_passes)``, ``scores[s]`` the score of pick ``s`` when it was made (for ``"pca"``
     the reconstruction residual it removed).
     """
