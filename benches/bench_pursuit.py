@@ -50,7 +50,7 @@ def main():
         Ky = _core.kernel_matrix(X[:, :5] + 0.5 * rng.normal(size=(m, 5)), kernel="rbf", gamma=0.1,
                                  n_threads=args.threads)
         methods = {
-            "matching (KMP)": (lambda: _core.pursuit_select("matching", K, args.k, y=y, n_threads=args.threads),
+            "matching (KMP)": (lambda: _core.pursuit_select("matching", K, args.k, target=y, n_threads=args.threads),
                                lambda: reference.matching_pursuit_select(K, y, args.k)),
             "pca (SKPCA)": (lambda: _core.pursuit_select("pca", K, args.k, n_threads=args.threads),
                             lambda: reference.sparse_pca_select(K, args.k)),

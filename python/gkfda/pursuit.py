@@ -316,7 +316,7 @@ class KernelMatchingPursuit(RegressorMixin, _KernelPursuit):
         K = self._training_kernel(X, k)
         target = y - y.mean() if self.fit_intercept else y
         indices, scores, stopped_early = _select(
-            "matching", K, k, self._threads(), y=np.ascontiguousarray(target, dtype=K.dtype)
+            "matching", K, k, self._threads(), target=np.ascontiguousarray(target, dtype=K.dtype)
         )
         self._warn_if_short(stopped_early, len(indices), k)
         columns = np.asarray(K[:, indices], dtype=np.float64)
@@ -907,9 +907,8 @@ class GreedyNystroem(TransformerMixin, _KernelPursuit):
         elif criterion == "matching":
             target = _float_target(y)
             K = self._training_kernel(X, k)
-            indices, _, stopped_early = _select(
-                "matching", K, k, self._threads(), y=np.ascontiguousarray(target - target.mean(), dtype=K.dtype)
-            )
+            centred = np.ascontiguousarray(target - target.mean(), dtype=K.dtype)
+            indices, _, stopped_early = _select("matching", K, k, self._threads(), target=centred)
         else:
             labels = _class_labels(y)
             K = self._training_kernel(X, k)
