@@ -495,9 +495,10 @@ class SparseKernelPCA(TransformerMixin, _KernelPursuit):
 
         For ``t = 1..n_components_``, with ``Ê(t)`` the mean squared residual of the ``m − t``
         training points outside the first ``t`` chosen ones (the trace of the deflated
-        kernel over ``m − t``) and ``R² = sup κ(x, x)``::
+        kernel over ``m − t``) and ``L = sup κ(x, x) = radius²`` the range of the squared
+        residual::
 
-            Bnd(t) = Ê(t) + sqrt(R² / (2 (m − t)) · [t ln(e m / t) + ln(2 m / δ)])
+            Bnd(t) = Ê(t) + sqrt(L² / (2 (m − t)) · [t ln(e m / t) + ln(2 m / δ)])
 
         With probability ``1 − δ`` the subspace of the first ``t`` points has expected
         residual at most ``min_{s ≤ t} Bnd(s)`` (a larger subspace cannot have a larger

@@ -51,13 +51,13 @@ KCCA_RIDGES = (1e-3, 1e-2, 1e-1)
 CCA_BASES = (5, 10, 20, 50, 100, 200)
 
 
-def toy_subspace(m_train=1000, m_test=1000, dims=450, strong=50, seed=0):
+def toy_subspace(m_train=1000, m_test=1000, dims=450, strong=50, strong_scale=STRONG_SCALE, seed=0):
     """The toy of paper 004, Fig. 3: Gaussian points whose first ``strong`` dimensions have
-    standard deviation ``STRONG_SCALE`` and the others 1, divided by the largest training
+    standard deviation ``strong_scale`` and the others 1, divided by the largest training
     norm (so the training points lie in the unit ball)."""
     rng = np.random.default_rng(seed)
     scale = np.ones(dims)
-    scale[:strong] = STRONG_SCALE
+    scale[:strong] = strong_scale
     X = rng.normal(size=(m_train + m_test, dims)) * scale
     X /= np.sqrt((X[:m_train] ** 2).sum(axis=1).max())
     return X[:m_train], X[m_train:]
@@ -74,11 +74,11 @@ def _prefix_residuals(kernel_support, cross, self_kernel):
     return np.maximum(self_kernel.mean() - explained, 0.0)
 
 
-def components_experiment(max_bases=150, delta=0.05, seed=0) -> pd.DataFrame:
+def components_experiment(max_bases=150, delta=0.05, strong_scale=STRONG_SCALE, seed=0) -> pd.DataFrame:
     """Fig. 3: sparse kernel PCA on the toy, residuals and bound for every number of bases."""
     from .. import SparseKernelPCA
 
-    X_train, X_test = toy_subspace(seed=seed)
+    X_train, X_test = toy_subspace(strong_scale=strong_scale, seed=seed)
     model = SparseKernelPCA(n_components=max_bases, kernel="linear").fit(X_train)
     path = model.bound_path(delta=delta, radius=1.0)
     support = X_train[model.support_]
