@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import validate_data
 
 from . import _core
-from ._validation import check_precomputed_kernel
+from ._validation import check_fit_fits, check_precomputed_kernel
 
 
 class _Number(Interval):
@@ -82,6 +82,26 @@ def _check_callable_output(K, shape):
     return K
 
 
+def precomputed_training_kernel(K, dtype, k, selections, argument="X"):
+    """A precomputed training kernel in ``dtype``, checked square, finite, symmetric and
+    PSD; the caller's array when it has ``dtype`` already, else a copy, counted in the
+    memory check of a fit of ``k`` picks for each of ``selections`` problems."""
+    m = K.shape[0]
+    copy_bytes = 0 if np.asarray(K).dtype == dtype else m * m * np.dtype(dtype).itemsize
+    check_fit_fits(m, k, selections, dtype, copy_bytes, argument=argument)
+    K = _convert(K, dtype, argument)
+    check_precomputed_kernel(K, argument=argument)
+    return K
+
+
+def precomputed_columns(K, columns, n_train, argument="X"):
+    """The ``columns`` (training indices) of ``K``, a precomputed kernel between new
+    points and the ``n_train`` training points."""
+    if K.ndim != 2 or K.shape[1] != n_train:
+        raise ValueError(
+            f"{argument}: a precomputed kernel must have {n_train} columns (training samples), got shape {K.shape}"
+        )
+    return K[:, columns]
 
 
 def kernel_between(X, Z, kernel, params, dtype, threads):

@@ -24,6 +24,8 @@ from ._kernels import (
     _convert,
     _count,
     _Number,
+    precomputed_columns,
+    precomputed_training_kernel,
     resolve_gamma,
     validate_input,
 )
@@ -244,12 +246,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         m = X.shape[0]
         entries = m * m
         if self.kernel == "precomputed":
-            # The caller's kernel is used as it is, or converted to ``dtype`` in a copy.
-            copy_bytes = 0 if np.asarray(X).dtype == dtype else entries * np.dtype(dtype).itemsize
-            check_fit_fits(m, k, selections, dtype, copy_bytes)
-            K = _convert(X, dtype, "X")
-            check_precomputed_kernel(K)
-            return K
+            return precomputed_training_kernel(X, dtype, k, selections)
         if callable(self.kernel):
             # The callable's float64 matrix, and its float32 copy.
             kernel_bytes = entries * 8 + (entries * 4 if np.dtype(dtype) == np.float32 else 0)
@@ -271,12 +268,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         """``K(X, X_train[basis_indices])`` as float64-compatible array."""
         dtype = self._dtype()
         if self.kernel == "precomputed":
-            if X.shape[1] != self.n_features_in_:
-                raise ValueError(
-                    f"X: a precomputed kernel must have {self.n_features_in_} columns (training samples), "
-                    f"got {X.shape[1]}"
-                )
-            return X[:, basis_indices]
+            return precomputed_columns(X, basis_indices, self.n_features_in_)
         basis = self._support_points[basis_indices]
         if callable(self.kernel):
             cross = np.asarray(self.kernel(X, basis), dtype=np.float64)

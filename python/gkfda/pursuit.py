@@ -45,6 +45,8 @@ from ._kernels import (
     _count,
     _Number,
     kernel_between,
+    precomputed_columns,
+    precomputed_training_kernel,
     resolve_gamma,
     validate_input,
 )
@@ -132,7 +134,7 @@ class _KernelPursuit(BaseEstimator):
     """What the family shares: the kernel parameters, validation and the training kernel."""
 
     _kernel_constraints: dict = {
-        "kernel": [StrOptions(set(KERNELS)), callable],
+        "kernel": [StrOptions({*KERNELS, "precomputed"}), callable],
         "gamma": [_Number(Real, 0, np.inf, closed="neither"), None],
         "degree": [_count(1, _LARGEST_DEGREE)],
         "coef0": [_Number(Real, -np.inf, np.inf, closed="neither")],
@@ -144,6 +146,15 @@ class _KernelPursuit(BaseEstimator):
         # Any non-zero integer: negative counts back from the number of cores (joblib's way).
         "n_jobs": [_Number(Integral, -_LARGEST_THREADS, -1, closed="both"), _count(1, _LARGEST_THREADS), None],
     }
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # Cross-validation then cuts a precomputed kernel into K[train, train] and K[test, train].
+        tags.input_tags.pairwise = self._precomputed()
+        return tags
+
+    def _precomputed(self):
+        return isinstance(self.kernel, str) and self.kernel == "precomputed"
 
     def _dtype(self):
         return np.dtype(self.dtype).type
@@ -157,11 +168,13 @@ class _KernelPursuit(BaseEstimator):
     def _kernel_params(self):
         return {"gamma": self._gamma, "degree": int(self.degree), "coef0": float(self.coef0)}
 
-    def _training_kernel(self, X, k, kernels=1):
-        """The training kernel of ``X``; first ``gamma``, and the memory check of a fit with
-        ``kernels`` m×m matrices and ``k`` picks."""
+    def _training_kernel(self, X, k, kernels=1, argument="X"):
+        """The training kernel of ``X`` (``X`` itself, checked, when precomputed); first
+        ``gamma``, and the memory check of a fit with ``kernels`` m×m matrices and ``k`` picks."""
         dtype = self._dtype()
         self._gamma = resolve_gamma(self.gamma, self._kernel_name(), X, dtype)
+        if self._precomputed():
+            return precomputed_training_kernel(X, dtype, k, kernels, argument)
         m = X.shape[0]
         itemsize = np.dtype(dtype).itemsize
         if callable(self.kernel):  # the callable's float64 matrix, and its copy in dtype
@@ -169,8 +182,17 @@ class _KernelPursuit(BaseEstimator):
         check_fit_fits(m, k, kernels, dtype, kernels * m * m * itemsize)
         return kernel_between(X, None, self.kernel, self._kernel_params(), dtype, self._threads())
 
-    def _cross(self, X, basis, gamma=None):
-        """``K(X, basis)`` as float64, with this fit's kernel (``gamma`` of another view)."""
+    def _points(self, X, indices):
+        """The training points ``X[indices]`` a model keeps: none of a precomputed kernel,
+        whose prediction input already holds their columns."""
+        return np.empty((len(indices), 0)) if self._precomputed() else np.array(X[indices])
+
+    def _cross(self, X, support, basis, gamma=None, argument="X"):
+        """``K(X, basis)`` as float64, with this fit's kernel (``gamma`` of another view);
+        the ``support`` columns of ``X`` when it is a precomputed kernel."""
+        if self._precomputed():
+            # A precomputed fit's n_features_in_ is its number of training samples.
+            return np.asarray(precomputed_columns(X, support, self.n_features_in_, argument), dtype=np.float64)
         params = self._kernel_params() if gamma is None else {**self._kernel_params(), "gamma": gamma}
         return np.asarray(
             kernel_between(X, basis, self.kernel, params, self._dtype(), self._threads()), dtype=np.float64
@@ -229,9 +251,12 @@ class KernelMatchingPursuit(RegressorMixin, _KernelPursuit):
     ----------
     k : int, default=50
         Number of kernel columns; lowered, with a warning, to the number of samples.
-    kernel : {"rbf", "linear", "poly"} or callable, default="rbf"
+    kernel : {"rbf", "linear", "poly", "precomputed"} or callable, default="rbf"
         ``rbf`` is ``exp(-gamma ||x - z||²)``; a callable ``kernel(A, B)`` returns the
-        kernel matrix between the rows of ``A`` and ``B``.
+        kernel matrix between the rows of ``A`` and ``B``. With ``precomputed``, ``fit``
+        and ``loss_bound`` take the ``m×m`` training kernel and ``predict`` takes the
+        kernel ``K(X_new, X_train)`` of shape ``(n, m)``, of which it reads the
+        ``support_`` columns.
     gamma : float or None, default=None
         For ``rbf`` and ``poly``; ``None`` is ``1 / (n_features * X.var())``.
     degree : int, default=3
@@ -250,6 +275,7 @@ class KernelMatchingPursuit(RegressorMixin, _KernelPursuit):
     support_ : ndarray of shape (k_,)
         Training indices of the chosen columns, in selection order.
     support_vectors_ : ndarray of shape (k_, n_features)
+        The chosen training points (shape ``(k_, 0)`` for a precomputed kernel).
     coef_ : ndarray of shape (k_,)
     intercept_ : float
     k_ : int
@@ -301,7 +327,8 @@ class KernelMatchingPursuit(RegressorMixin, _KernelPursuit):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like of shape (n_samples, n_features), or (n_samples, n_samples)
+            Training data, or the training kernel when ``kernel="precomputed"``.
         y : array-like of shape (n_samples,)
             Real-valued target.
 
@@ -327,7 +354,7 @@ class KernelMatchingPursuit(RegressorMixin, _KernelPursuit):
         else:
             coef, intercept = np.linalg.lstsq(columns, y, rcond=None)[0], 0.0
         self.support_ = indices
-        self.support_vectors_ = np.array(X[indices])
+        self.support_vectors_ = self._points(X, indices)
         self.coef_ = coef
         self.intercept_ = intercept
         self.k_ = len(indices)
@@ -337,10 +364,11 @@ class KernelMatchingPursuit(RegressorMixin, _KernelPursuit):
         return self
 
     def predict(self, X):
-        """``Σ_j coef_j κ(x, support_vectors_j) + intercept_`` for each row of ``X``."""
+        """``Σ_j coef_j κ(x, support_vectors_j) + intercept_`` for each row of ``X``
+        (with a precomputed kernel, ``X`` is ``K(X_new, X_train)``: ``(n, n_samples_fit_)``)."""
         check_is_fitted(self)
         X = validate_input(self, X, reset=False)
-        return self._cross(X, self.support_vectors_) @ self.coef_ + self.intercept_
+        return self._cross(X, self.support_, self.support_vectors_) @ self.coef_ + self.intercept_
 
     def loss_bound(self, X, y, alpha, delta=0.05):
         """Bound on ``P(|f(x) − y| > alpha)`` for a new point, from the training set.
@@ -351,7 +379,7 @@ class KernelMatchingPursuit(RegressorMixin, _KernelPursuit):
 
         Parameters
         ----------
-        X, y : the training set the model was fitted on.
+        X, y : the training set the model was fitted on (``X``: its kernel when precomputed).
         alpha : float > 0
         delta : float in (0, 1), default=0.05
             The bound holds with probability ``1 − delta``.
@@ -396,13 +424,18 @@ class SparseKernelPCA(TransformerMixin, _KernelPursuit):
     n_components : int, default=50
         Number of points (and features); lowered, with a warning, to the number of samples.
     kernel, gamma, degree, coef0, dtype, n_jobs
-        As :class:`KernelMatchingPursuit`.
+        As :class:`KernelMatchingPursuit`. With ``kernel="precomputed"``, ``fit`` takes the
+        ``m×m`` training kernel, and ``transform`` and ``reconstruction_error`` the kernel
+        ``K(X_new, X_train)`` of shape ``(n, m)``; ``reconstruction_error`` then needs
+        ``self_kernel``, and ``bound_path`` without ``radius`` estimates it from the
+        training kernel, with a warning.
 
     Attributes
     ----------
     support_ : ndarray of shape (n_components_,)
         Training indices of the chosen points, in selection order.
     support_vectors_ : ndarray of shape (n_components_, n_features)
+        The chosen training points (shape ``(n_components_, 0)`` for a precomputed kernel).
     n_components_ : int
         Points used: fewer than ``n_components`` on an early stop (every other point
         numerically in the chosen subspace).
@@ -445,7 +478,8 @@ class SparseKernelPCA(TransformerMixin, _KernelPursuit):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        """Choose the points and the features' rotation. ``y`` is ignored.
+        """Choose the points and the features' rotation of ``X`` (the training kernel when
+        ``kernel="precomputed"``). ``y`` is ignored.
 
         Returns
         -------
@@ -464,7 +498,7 @@ class SparseKernelPCA(TransformerMixin, _KernelPursuit):
         self.rotation_ = _sign_by_largest(vectors[:, order])
         self.explained_variance_ = np.maximum(values[order], 0.0) / m
         self.support_ = indices
-        self.support_vectors_ = np.array(X[indices])
+        self.support_vectors_ = self._points(X, indices)
         self.n_components_ = len(indices)
         self.pursuit_scores_ = scores
         self.stopped_early_ = stopped_early
@@ -478,15 +512,53 @@ class SparseKernelPCA(TransformerMixin, _KernelPursuit):
         """Nyström features of ``X`` on the principal axes: shape ``(n, n_components_)``."""
         check_is_fitted(self)
         X = validate_input(self, X, reset=False)
-        return _features(self._factor, self._cross(X, self.support_vectors_)) @ self.rotation_
+        return _features(self._factor, self._cross(X, self.support_, self.support_vectors_)) @ self.rotation_
 
-    def reconstruction_error(self, X):
+    def reconstruction_error(self, X, self_kernel=None):
         """Mean squared distance ``κ(x, x) − ‖z(x)‖²`` of the rows of ``X`` in feature space
-        to the chosen subspace (on the training set, ``trace(K_k) / m``)."""
+        to the chosen subspace (on the training set, ``trace(K_k) / m``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features), or (n, n_samples_fit_)
+            Points, or their kernel ``K(X, X_train)`` when ``kernel="precomputed"``.
+        self_kernel : array-like of shape (n,), default=None
+            ``κ(x, x)`` of each row of ``X``, which a precomputed cross kernel does not hold
+            (on the training set: ``np.diagonal(K)``). Required with ``kernel="precomputed"``;
+            refused with the other kernels, whose ``κ(x, x)`` the model computes itself.
+
+        Returns
+        -------
+        float
+        """
         check_is_fitted(self)
         X = validate_input(self, X, reset=False)
-        Z = _features(self._factor, self._cross(X, self.support_vectors_))
-        return float(np.mean(np.maximum(self._self_kernel(X) - np.sum(Z**2, axis=1), 0.0)))
+        diagonal = self._checked_self_kernel(X, self_kernel)
+        Z = _features(self._factor, self._cross(X, self.support_, self.support_vectors_))
+        return float(np.mean(np.maximum(diagonal - np.sum(Z**2, axis=1), 0.0)))
+
+    def _checked_self_kernel(self, X, self_kernel):
+        """``κ(x, x)`` of the rows of ``X``: the caller's ``self_kernel`` when precomputed."""
+        if not self._precomputed():
+            if self_kernel is not None:
+                raise ValueError(
+                    f"self_kernel: only for kernel='precomputed'; the {self._kernel_name()!r} kernel's "
+                    "κ(x, x) is computed from X"
+                )
+            return self._self_kernel(X)
+        if self_kernel is None:
+            raise ValueError(
+                "self_kernel: required with kernel='precomputed': κ(x, x) of each row of X, which the "
+                "kernel between X and the training points does not hold (np.diagonal(K) of a kernel of X)"
+            )
+        try:
+            diagonal = check_array(self_kernel, dtype=np.float64, ensure_2d=False, input_name="self_kernel")
+        except (TypeError, ValueError) as error:
+            message = str(error)
+            raise type(error)(message if "self_kernel" in message else f"self_kernel: {message}") from error
+        if diagonal.shape != (len(X),):
+            raise ValueError(f"self_kernel: must have one value per row of X ({len(X)}), got shape {diagonal.shape}")
+        return diagonal
 
     def bound_path(self, delta=0.05, radius=None):
         """Sample-compression bound on the expected squared residual of a new point, for the
@@ -560,7 +632,10 @@ class SparseKernelCCA(TransformerMixin, _KernelPursuit):
         Number of canonical directions, at most ``k``.
     kernel, gamma, degree, coef0
         The kernel of both views, as :class:`KernelMatchingPursuit`; ``gamma=None`` is
-        ``1 / (n_features * var)`` of each view separately.
+        ``1 / (n_features * var)`` of each view separately. With ``kernel="precomputed"``
+        both views are kernels: ``fit(Kx, Ky)`` takes the two ``m×m`` training kernels, and
+        ``transform(Kx_new, Ky_new)`` (and ``score``, ``loss_bound``) the two kernels between
+        the new pairs and the training pairs, each of shape ``(n, m)``.
     signed : bool, default=True
         Select by the signed cosine (as in the original algorithm); ``False`` by its
         absolute value.
@@ -577,6 +652,7 @@ class SparseKernelCCA(TransformerMixin, _KernelPursuit):
     ----------
     support_ : ndarray of shape (k_,)
     x_support_vectors_, y_support_vectors_ : ndarray of shape (k_, n_features_in_ / n_features_y_)
+        The chosen pairs' points in each view (shape ``(k_, 0)`` for a precomputed kernel).
     x_weights_, y_weights_ : ndarray of shape (k_, n_components)
         Canonical directions in each view's Nyström features, normalised so that the
         training projections have unit mean square.
@@ -660,6 +736,8 @@ class SparseKernelCCA(TransformerMixin, _KernelPursuit):
         X : array-like of shape (n_samples, n_features_x)
         y : array-like of shape (n_samples, n_features_y) or (n_samples,)
             The second view of the same samples (named ``y`` as in scikit-learn's ``CCA``).
+            With ``kernel="precomputed"``, ``X`` and ``y`` are the two views' training
+            kernels, each of shape ``(n_samples, n_samples)``.
 
         Returns
         -------
@@ -675,7 +753,7 @@ class SparseKernelCCA(TransformerMixin, _KernelPursuit):
         k = self._resolved_count("k", self.k, m)
         Kx = self._training_kernel(X, k, kernels=2)
         self._x_gamma = self._gamma
-        Ky = np.ascontiguousarray(self._training_kernel(Y, k, kernels=1), dtype=Kx.dtype)
+        Ky = np.ascontiguousarray(self._training_kernel(Y, k, kernels=1, argument="y"), dtype=Kx.dtype)
         self._y_gamma = self._gamma
         self._gamma = self._x_gamma
         indices, scores, stopped_early = _select(
@@ -696,8 +774,8 @@ class SparseKernelCCA(TransformerMixin, _KernelPursuit):
             Zx - self._x_mean, Zy - self._y_mean, n_components
         )
         self.support_ = indices
-        self.x_support_vectors_ = np.array(X[indices])
-        self.y_support_vectors_ = np.array(Y[indices])
+        self.x_support_vectors_ = self._points(X, indices)
+        self.y_support_vectors_ = self._points(Y, indices)
         self.k_ = len(indices)
         self.pursuit_scores_ = scores
         self.stopped_early_ = stopped_early
@@ -723,14 +801,18 @@ class SparseKernelCCA(TransformerMixin, _KernelPursuit):
 
     def transform(self, X, y=None):
         """Canonical projections: of ``X``, or the pair ``(x_scores, y_scores)`` with the
-        second view ``y``."""
+        second view ``y`` (with a precomputed kernel, each view's kernel between the new
+        pairs and the training pairs: ``(n, n_samples_fit_)``)."""
         check_is_fitted(self)
         X = validate_input(self, X, reset=False)
-        x_scores = (_features(self._x_factor, self._cross(X, self.x_support_vectors_)) - self._x_mean) @ self.x_weights_
+        x_features = _features(self._x_factor, self._cross(X, self.support_, self.x_support_vectors_))
+        x_scores = (x_features - self._x_mean) @ self.x_weights_
         if y is None:
             return x_scores
         Y = self._check_y(y, len(X), reset=False)
-        y_features = _features(self._y_factor, self._cross(Y, self.y_support_vectors_, gamma=self._y_gamma))
+        y_features = _features(
+            self._y_factor, self._cross(Y, self.support_, self.y_support_vectors_, gamma=self._y_gamma, argument="y")
+        )
         return x_scores, (y_features - self._y_mean) @ self.y_weights_
 
     def fit_transform(self, X, y=None):
@@ -821,14 +903,20 @@ class GreedyNystroem(TransformerMixin, _KernelPursuit):
         ``matching`` have their own deflations (pivoted Cholesky, projection) and take only
         ``auto``.
     kernel, gamma, degree, coef0, dtype, n_jobs
-        As :class:`KernelMatchingPursuit`.
+        As :class:`KernelMatchingPursuit`. With ``kernel="precomputed"``, as ``Nystroem``'s:
+        ``fit`` takes the ``m×m`` training kernel, whose landmark rows are ``components_``,
+        and ``transform`` the kernel ``K(X_new, X_train)`` of shape ``(n, m)``, of which it
+        reads the ``component_indices_`` columns. (``Nystroem`` itself fits a precomputed
+        kernel only with ``n_components`` equal to ``m``; there, with the same landmarks,
+        both give the same features.)
     random_state : int, RandomState instance or None, default=None
         Seed of the ``random`` criterion.
 
     Attributes
     ----------
     components_ : ndarray of shape (n_components_, n_features)
-        The landmarks, in selection order.
+        The landmarks, in selection order: their rows of the training kernel when it is
+        precomputed (shape ``(n_components_, n_samples)``).
     component_indices_ : ndarray of shape (n_components_,)
     normalization_ : ndarray of shape (n_components_, n_components_)
         ``K[components]^(-1/2)``, as ``Nystroem``'s.
@@ -873,7 +961,8 @@ class GreedyNystroem(TransformerMixin, _KernelPursuit):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        """Choose the landmarks: for ``y`` (class labels or a continuous target) when given.
+        """Choose the landmarks of ``X`` (the training kernel when ``kernel="precomputed"``):
+        for ``y`` (class labels or a continuous target) when given.
 
         Returns
         -------
@@ -899,12 +988,17 @@ class GreedyNystroem(TransformerMixin, _KernelPursuit):
             )
         m = X.shape[0]
         k = self._resolved_count("n_components", self.n_components, m)
+        K = None
         if criterion == "random":
-            self._gamma = resolve_gamma(self.gamma, self._kernel_name(), X, self._dtype())
+            if self._precomputed():  # checked, and read for the landmarks' kernel
+                K = self._training_kernel(X, k)
+            else:  # no training kernel needed
+                self._gamma = resolve_gamma(self.gamma, self._kernel_name(), X, self._dtype())
             indices = check_random_state(self.random_state).permutation(m)[:k].astype(np.int64)
             stopped_early = False
         elif criterion == "pca":
-            indices, _, stopped_early = _select("pca", self._training_kernel(X, k), k, self._threads())
+            K = self._training_kernel(X, k)
+            indices, _, stopped_early = _select("pca", K, k, self._threads())
         elif criterion == "matching":
             target = _float_target(y)
             K = self._training_kernel(X, k)
@@ -919,10 +1013,15 @@ class GreedyNystroem(TransformerMixin, _KernelPursuit):
             )
             indices = np.asarray(indices, dtype=np.int64)
         self._warn_if_short(stopped_early, len(indices), k)
+        # As Nystroem's, even precomputed: the landmarks' rows of X (of the kernel, then).
         self.components_ = np.array(X[indices])
         self.component_indices_ = indices
+        if self._precomputed():
+            landmarks = np.asarray(K[np.ix_(indices, indices)], dtype=np.float64)
+        else:
+            landmarks = self._cross(self.components_, None, self.components_)
         # Nystroem's normalisation: K_sub^(-1/2) by an SVD, small singular values floored.
-        U, S, V = svd(self._cross(self.components_, self.components_))
+        U, S, V = svd(landmarks)
         S = np.maximum(S, 1e-12)
         self.normalization_ = np.dot(U / np.sqrt(S), V)
         self.n_components_ = len(indices)
@@ -933,4 +1032,4 @@ class GreedyNystroem(TransformerMixin, _KernelPursuit):
         """``K(X, components_) @ normalization_.T``: shape ``(n, n_components_)``."""
         check_is_fitted(self)
         X = validate_input(self, X, reset=False)
-        return self._cross(X, self.components_) @ self.normalization_.T
+        return self._cross(X, self.component_indices_, self.components_) @ self.normalization_.T
