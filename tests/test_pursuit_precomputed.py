@@ -195,6 +195,32 @@ def test_cca_second_view_kernel(views):
         model.transform(K_test, Ky_test[:, :79])
 
 
+def test_kernel_beyond_float32(views):
+    _, _, _, _, y, _ = views
+    K, _, Ky, _ = kernels(views)
+    with pytest.raises(ValueError, match=r"^X: has values beyond the range of float32"):
+        KernelMatchingPursuit(k=3, kernel="precomputed", dtype="float32").fit(K * 1e40, y)
+    with pytest.raises(ValueError, match=r"^y: has values beyond the range of float32"):
+        SparseKernelCCA(k=3, n_components=1, kernel="precomputed", dtype="float32").fit(K, Ky * 1e40)
+    assert KernelMatchingPursuit(k=3, kernel="precomputed").fit(K * 1e40, y).k_ == 3
+
+
+@pytest.mark.parametrize("dtype, scale", [("float64", 1e154), ("float32", 1e19)])
+def test_kernel_whose_squares_overflow(views, dtype, scale):
+    _, _, _, _, y, _ = views
+    K, _, Ky, _ = kernels(views)
+    # 80 samples: the limit is sqrt(max / 80), 1.5e153 in float64 and 2.1e18 in float32.
+    message = rf"^X: its kernel has values up to .*, whose squares summed over the 80 samples overflow {dtype}"
+    with pytest.raises(ValueError, match=message):
+        KernelMatchingPursuit(k=3, kernel="precomputed", dtype=dtype).fit(K * scale, y)
+    with pytest.raises(ValueError, match=message):
+        GreedyNystroem(3, kernel="precomputed", dtype=dtype).fit(K * scale, y > 0)
+    with pytest.raises(ValueError, match=message.replace("^X", "^y")):
+        SparseKernelCCA(k=3, n_components=1, kernel="precomputed", dtype=dtype).fit(K, Ky * scale)
+    assert KernelMatchingPursuit(k=3, kernel="precomputed", dtype=dtype).fit(K * scale / 10, y).k_ == 3
+    assert SparseKernelPCA(3, kernel="precomputed", dtype=dtype).fit(K * scale).n_components_ == 3
+
+
 def test_reconstruction_error_self_kernel(views):
     X, X_test, _, _, _, _ = views
     K, K_test, _, _ = kernels(views)

@@ -65,8 +65,26 @@ _DTYPES = ("float64", "float32")
 
 def _select(method, K, k, threads, **options):
     """The engine's greedy selection: ``(indices, scores, stopped_early)``."""
+    if method != "pca":  # pivoted Cholesky squares no column
+        _check_squares(K)
+        if "second_kernel" in options:
+            _check_squares(options["second_kernel"], "y")
     indices, scores, stopped_early, _ = _core.pursuit_select(method, K, int(k), n_threads=threads, **options)
     return np.asarray(indices, dtype=np.int64), np.asarray(scores, dtype=np.float64), bool(stopped_early)
+
+
+def _check_squares(K, argument="X"):
+    """Refuse a kernel whose columns' squared norms overflow its dtype: the scores of every
+    criterion but ``pca`` square them, and with infinite scores no column is admissible (the
+    selection would stop at once, blaming the span of the data)."""
+    m = K.shape[0]
+    largest = max(float(K.max()), -float(K.min())) if K.size else 0.0
+    if largest > math.sqrt(float(np.finfo(K.dtype).max) / m):
+        raise ValueError(
+            f"{argument}: its kernel has values up to {largest:.3g}, whose squares summed over the {m} samples "
+            f"overflow {K.dtype.name}; scale the kernel (or the features)"
+            + (" or use dtype='float64'" if K.dtype == np.float32 else "")
+        )
 
 
 @validate_params(
@@ -1008,6 +1026,7 @@ class GreedyNystroem(TransformerMixin, _KernelPursuit):
             labels = _class_labels(y)
             K = self._training_kernel(X, k)
             deflation = "schur" if self.deflation == "auto" else self.deflation
+            _check_squares(K)
             indices, stopped_early, _ = _core.greedy_select(
                 K, labels, k, criterion=criterion, deflation=deflation, n_threads=self._threads()
             )
