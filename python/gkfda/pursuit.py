@@ -78,7 +78,9 @@ def _check_squares(K, argument="X"):
     criterion but ``pca`` square them, and with infinite scores no column is admissible (the
     selection would stop at once, blaming the span of the data)."""
     m = K.shape[0]
-    largest = max(float(K.max()), -float(K.min())) if K.size else 0.0
+    if K.size == 0:
+        return
+    largest = max(float(K.max()), -float(K.min()))
     if largest > math.sqrt(float(np.finfo(K.dtype).max) / m):
         raise ValueError(
             f"{argument}: its kernel has values up to {largest:.3g}, whose squares summed over the {m} samples "
