@@ -215,10 +215,15 @@ impl<'a, F: Real> PursuitEngine<'a, F> {
                 values[s] = self.values[s][j];
                 initial[s] = self.initial[s][j];
             }
-            let Some(score) = self.spec.score.of(&values, &initial, self.tol) else {
+            // A NaN score (from a non-finite kernel) is not a candidate.
+            let Some(score) = self
+                .spec
+                .score
+                .of(&values, &initial, self.tol)
+                .filter(|score| !score.is_nan())
+            else {
                 continue;
             };
-            // A NaN score (from a non-finite kernel) never wins.
             if best.is_none_or(|(_, top)| score > top) {
                 best = Some((j, score));
             }
