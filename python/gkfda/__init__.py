@@ -13,11 +13,13 @@ import warnings as _warnings
 from . import _core, reference
 from ._core import CRITERIA, DEFLATIONS, KERNELS
 from .estimator import GreedyKFDA, fit
+from .parsimonious import ParsimoniousKFDA
 from .model_selection import GreedyKFDACV
 
 __all__ = [
     "GreedyKFDA",
     "GreedyKFDACV",
+    "ParsimoniousKFDA",
     "fit",
     "reference",
     "CRITERIA",

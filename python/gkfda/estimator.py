@@ -18,7 +18,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from . import _core
 from ._core import CRITERIA, DEFLATIONS, KERNELS
 from ._model import fit_discriminant, one_blas_thread
-from ._validation import check_fit_fits, check_precomputed_kernel, thread_count
+from ._validation import check_fit_fits, check_precomputed_kernel, checked_priors, thread_count
 
 DTYPES = ("float64", "float32")
 MULTICLASS = ("shared", "ovr")
@@ -239,18 +239,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         return np.dtype(self.dtype).type
 
     def _validate_X(self, X, reset, y="no_validation"):
-        dtype = [np.float64, np.float32]
-        try:
-            if not (isinstance(y, str) and y == "no_validation"):
-                # Passed on even when None, so that fit(X, None) gets sklearn's "requires y".
-                return validate_data(self, X, y, dtype=dtype, ensure_min_samples=2, reset=reset)
-            return validate_data(self, X, dtype=dtype, reset=reset)
-        except (TypeError, ValueError) as error:
-            message = str(error)
-            if re.search(r"\b[Xy]\b", message):  # already names its argument
-                raise
-            argument = "X, y" if "inconsistent numbers of samples" in message else "X"
-            raise type(error)(f"{argument}: {message}") from error
+        return validated_data(self, X, reset, y, dtype=[np.float64, np.float32])
 
     def _kernel_name(self):
         return "callable" if callable(self.kernel) else self.kernel
@@ -290,12 +279,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         """``K(X, X_train[basis_indices])`` as float64-compatible array."""
         dtype = self._dtype()
         if self.kernel == "precomputed":
-            if X.shape[1] != self.n_features_in_:
-                raise ValueError(
-                    f"X: a precomputed kernel must have {self.n_features_in_} columns (training samples), "
-                    f"got {X.shape[1]}"
-                )
-            return X[:, basis_indices]
+            return precomputed_columns(X, basis_indices, self.n_features_in_)
         basis = self._support_points[basis_indices]
         if callable(self.kernel):
             cross = np.asarray(self.kernel(X, basis), dtype=np.float64)
@@ -330,29 +314,18 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         dtype, threads = self._dtype(), thread_count(self.n_jobs)
         rng = check_random_state(self.random_state)
         X, y = self._validate_X(X, reset=True, y=y)
-        try:
-            check_classification_targets(y)
-        except ValueError as error:
-            raise ValueError(f"y: {error}") from error
-        self.classes_, y_index = np.unique(y, return_inverse=True)
+        self.classes_, y_index = encoded_classes(y)
         n_classes = len(self.classes_)
-        if n_classes < 2:
-            raise ValueError(f"y: needs samples of at least two classes, got 1 class ({self.classes_[0]!r})")
         self.priors_ = self._checked_priors(y_index, n_classes)
         m = X.shape[0]
         k = self._resolved_k(n_classes, m)
-        if self.gamma is not None:
-            self._gamma = float(self.gamma)
-        elif self._kernel_name() in ("rbf", "poly"):
-            self._gamma = _default_gamma(X)
-            if dtype == np.float32 and self._gamma > float(np.finfo(np.float32).max):
-                # Not the user's gamma: the data's scale made it, so the data is named.
-                raise ValueError(
-                    f"X: its variance is so small that gamma='scale' ({self._gamma:.3g}) is beyond the "
-                    "range of float32; scale the features or use dtype='float64'"
-                )
-        else:
-            self._gamma = 1.0  # not used by the linear, precomputed and callable kernels
+        self._gamma = resolved_gamma(self.gamma, self._kernel_name(), X)
+        if self.gamma is None and dtype == np.float32 and self._gamma > float(np.finfo(np.float32).max):
+            # Not the user's gamma: the data's scale made it, so the data is named.
+            raise ValueError(
+                f"X: its variance is so small that gamma='scale' ({self._gamma:.3g}) is beyond the "
+                "range of float32; scale the features or use dtype='float64'"
+            )
         # The kernel is built with the training set ordered by class: the engine's passes
         # then split each kernel row by class and meet each element once for `K x` and
         # `K D x` together, where interleaved classes take two multiply-adds. Indices are
@@ -425,19 +398,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
 
     def _checked_priors(self, y_index, n_classes):
         """The class priors: the given ones, checked, or the training frequencies."""
-        if self.priors is None:
-            return np.bincount(y_index, minlength=n_classes) / len(y_index)
-        try:
-            priors = np.asarray(self.priors, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(f"priors: must be an array of numbers, got {self.priors!r}") from None
-        if priors.shape != (n_classes,):
-            raise ValueError(f"priors: must have one value per class ({n_classes}), got shape {priors.shape}")
-        if not np.all(np.isfinite(priors)) or np.any(priors <= 0.0):
-            raise ValueError(f"priors: every prior must be positive and finite, got {priors.tolist()}")
-        if not abs(priors.sum() - 1.0) <= 1e-6:
-            raise ValueError(f"priors: must sum to 1, got {priors.sum()!r}")
-        return priors / priors.sum()
+        return checked_priors(self.priors, y_index, n_classes)
 
     def _resolved_k(self, n_classes, m):
         """``k`` for ``n_classes`` classes and ``m`` training samples (at most ``m``)."""
@@ -618,13 +579,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
                 return np.stack([log_expit(-log_odds), log_expit(log_odds)], axis=-1)
             positive = expit(log_odds)
             return np.stack([1.0 - positive, positive], axis=-1)
-        # Scaled by the largest in log space before normalising: where every one-vs-rest
-        # log-odds is far below zero, each expit underflows to 0, and 0/0 is NaN.
-        log_probabilities = log_expit(outputs)
-        if log:
-            return log_probabilities - logsumexp(log_probabilities, axis=-1, keepdims=True)
-        probabilities = np.exp(log_probabilities - log_probabilities.max(axis=-1, keepdims=True))
-        return probabilities / probabilities.sum(axis=-1, keepdims=True)
+        return ovr_probabilities(outputs, log)
 
     def transform(self, X):
         """Nyström features ``φ(X) = K(X, support_vectors_) R'``: shape ``(n, k_)``.
@@ -762,6 +717,33 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         return truncated
 
 
+def ovr_probabilities(log_odds, log=False):
+    """Probabilities (or their logarithms) of one-vs-rest log-odds, normalised to sum to 1."""
+    # Scaled by the largest in log space before normalising: where every one-vs-rest
+    # log-odds is far below zero, each expit underflows to 0, and 0/0 is NaN.
+    log_probabilities = log_expit(log_odds)
+    if log:
+        return log_probabilities - logsumexp(log_probabilities, axis=-1, keepdims=True)
+    probabilities = np.exp(log_probabilities - log_probabilities.max(axis=-1, keepdims=True))
+    return probabilities / probabilities.sum(axis=-1, keepdims=True)
+
+
+def validated_data(estimator, X, reset, y="no_validation", dtype=np.float64):
+    """scikit-learn's ``validate_data``, its messages prefixed with the argument at fault
+    (``X:`` or ``X, y:``) where they do not name it."""
+    try:
+        if not (isinstance(y, str) and y == "no_validation"):
+            # Passed on even when None, so that fit(X, None) gets sklearn's "requires y".
+            return validate_data(estimator, X, y, dtype=dtype, ensure_min_samples=2, reset=reset)
+        return validate_data(estimator, X, dtype=dtype, reset=reset)
+    except (TypeError, ValueError) as error:
+        message = str(error)
+        if re.search(r"\b[Xy]\b", message):  # already names its argument
+            raise
+        argument = "X, y" if "inconsistent numbers of samples" in message else "X"
+        raise type(error)(f"{argument}: {message}") from error
+
+
 def _convert(A, dtype, argument):
     """``A`` as a C-contiguous array of ``dtype``, refusing values that overflow it."""
     A = np.asarray(A)
@@ -777,6 +759,33 @@ def _convert(A, dtype, argument):
             "scale them or use dtype='float64'"
         )
     return converted
+
+
+def encoded_classes(y):
+    """``(classes, codes)`` of classification labels ``y``, at least two classes."""
+    try:
+        check_classification_targets(y)
+    except ValueError as error:
+        raise ValueError(f"y: {error}") from error
+    classes, codes = np.unique(y, return_inverse=True)
+    if len(classes) < 2:
+        raise ValueError(f"y: needs samples of at least two classes, got 1 class ({classes[0]!r})")
+    return classes, codes
+
+
+def resolved_gamma(gamma, kernel_name, X) -> float:
+    """The kernel's ``gamma``: the given one, or for ``rbf`` and ``poly`` the default of
+    :func:`_default_gamma` (the other kernels do not use it: 1)."""
+    if gamma is not None:
+        return float(gamma)
+    return _default_gamma(X) if kernel_name in ("rbf", "poly") else 1.0
+
+
+def precomputed_columns(X, columns, n_train):
+    """The ``columns`` of a precomputed test kernel ``X``, which must have ``n_train`` columns."""
+    if X.shape[1] != n_train:
+        raise ValueError(f"X: a precomputed kernel must have {n_train} columns (training samples), got {X.shape[1]}")
+    return X[:, columns]
 
 
 def _default_gamma(X) -> float:

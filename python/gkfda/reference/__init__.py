@@ -314,3 +314,5 @@ def decision_function(model, K_cross_support):
     """Two classes: the log-odds of the second; more: the log-probabilities."""
     log_proba = predict_log_proba(model, K_cross_support)
     return log_proba[:, 1] - log_proba[:, 0] if log_proba.shape[1] == 2 else log_proba
+
+from .parsimonious import parsimonious_fit, parsimonious_objective, parsimonious_support, parsimonious_targets  # noqa: E402,F401
