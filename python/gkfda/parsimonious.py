@@ -68,12 +68,12 @@ def ridge_start(gram, products):
     return omega
 
 
-def mm_fit(K, gram, products, y_hat, omega, q, rho, tol, max_iter, penalize_bias):
+def mm_fit(K, gram, products, y_hat, omega, q, rho, tol, max_iter, penalize_bias, prune=PRUNE):
     """Majorize–minimize from ``omega``: ``(ω, objective per iteration, iterations)``.
 
     Each step solves ``(Ψ G_AA Ψ + ρNq P) s = Ψ r_A`` and sets ``ω_A = Ψ s`` on the active
     coefficients ``A`` only (``Ψ = diag |ω_A|^{(2−q)/2}``): the exact-zero coefficients and
-    those pruned below ``PRUNE · max|ω|`` stay zero. ``objective[0]`` is ``J`` at the start.
+    those pruned below ``prune · max|ω|`` stay zero. ``objective[0]`` is ``J`` at the start.
     """
     n = K.shape[0]
     omega = np.array(omega, dtype=np.float64)
@@ -104,7 +104,7 @@ def mm_fit(K, gram, products, y_hat, omega, q, rho, tol, max_iter, penalize_bias
         omega[:] = 0.0
         omega[active] = psi * step
         magnitude = np.abs(omega[active])
-        keep = (magnitude > 0.0) & (magnitude >= PRUNE * (magnitude.max() if len(active) else 0.0))
+        keep = (magnitude > 0.0) & (magnitude >= prune * (magnitude.max() if len(active) else 0.0))
         if not penalize_bias:
             keep |= active == 0  # the unpenalised bias has no ridge to shrink it: never pruned
         omega[active[~keep]] = 0.0
