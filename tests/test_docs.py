@@ -13,6 +13,8 @@ EXAMPLES = {
     "gkfda": 2,
     "gkfda.estimator": 10,
     "gkfda.reference": 3,
+    "gkfda.parsimonious": 4,
+    "gkfda.reference.parsimonious": 3,
     "gkfda.datasets": 20,
     "gkfda.cli": 1,
     "gkfda.study": 1,
