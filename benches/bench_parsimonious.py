@@ -8,9 +8,10 @@ of its pool), RBF kernel at ``gamma``, for each ``N`` and ``q``:
   BLAS on every core), in paired runs whose order alternates; the medians of each and
   the median of the pairs' ratios;
 - the MM iterations, and the NRS (retained samples, % of ``N``);
-- with ``--forms``, the solve's alternatives on the same problem, each timed alone
-  (median of ``--repeats``): the pruned active-set solve on one BLAS thread (what the
-  estimator runs), the same on two threads, and without pruning.
+- with ``--forms``, the MM iteration alone in its forms, run in turn in each of
+  ``--repeats`` rounds: in Rust (faer's Cholesky on one thread: what the estimator runs),
+  through SciPy's LAPACK on one BLAS thread and on two, and through LAPACK without the
+  pruning of underflowed coefficients; medians, and the medians of the ratios to Rust.
 
 Usage: ``python benches/bench_parsimonious.py [--sizes 400 1000 2000] [--qs 1 0.5]
 [--repeats 3] [--forms]``
@@ -25,11 +26,11 @@ import time
 import numpy as np
 import threadpoolctl
 from tabulate import tabulate
-from timing import median_time, wait_for_idle_cores
+from timing import wait_for_idle_cores
 
 from gkfda import ParsimoniousKFDA, _core, reference
 from gkfda.datasets import load_benchmark
-from gkfda.parsimonious import augmented_gram, mm_fit, ridge_start, targets
+from gkfda.parsimonious import PRUNE, augmented_gram, mm_fit, ridge_start, targets
 
 
 def problem(n):
@@ -53,15 +54,34 @@ def paired(fast, slow, repeats):
 
 
 def forms(K, y, q, rho, repeats):
-    """Seconds of the MM alone (the Gram matrix and ridge start included) per variant."""
+    """Seconds of the MM iteration alone (from the ridge start, ``K̃'K̃`` given) per form,
+    the forms run in turn in each round: medians, and the medians of each round's ratio
+    to the Rust form."""
     y_hat = targets(y == 1)
+    gram, products = augmented_gram(K, y_hat)
+    start = ridge_start(gram, products)
 
-    def run(threads, prune):
-        with threadpoolctl.threadpool_limits(threads, user_api="blas"):
-            gram, products = augmented_gram(K, y_hat)
-            mm_fit(K, gram, products, y_hat, ridge_start(gram, products), q, rho, 1e-5, 1000, True, prune=prune)
+    def rust():
+        _core.parsimonious_fit(K, gram, products, y_hat, start, q=q, rho=rho, tol=1e-5, max_iter=1000,
+                               penalize_bias=True, prune=PRUNE)
 
-    return [median_time(lambda: run(t, p), repeats, settle=True) for t, p in ((1, 1e-12), (2, 1e-12), (1, 0.0))]
+    def lapack(threads, prune):
+        def run():
+            with threadpoolctl.threadpool_limits(threads, user_api="blas"):
+                mm_fit(K, gram, products, y_hat, start, q, rho, 1e-5, 1000, True, prune=prune)
+        return run
+
+    variants = [rust, lapack(1, PRUNE), lapack(2, PRUNE), lapack(1, 0.0)]
+    times = [[] for _ in variants]
+    for _ in range(repeats):
+        for function, own in zip(variants, times):
+            wait_for_idle_cores()
+            start_time = time.perf_counter()
+            function()
+            own.append(time.perf_counter() - start_time)
+    medians = [statistics.median(own) for own in times]
+    ratios = [statistics.median([t / r for t, r in zip(own, times[0])]) for own in times[1:]]
+    return medians, ratios
 
 
 def main():
@@ -92,17 +112,17 @@ def main():
                 f"{100 * len(model.support_) / n:.1f}", "yes" if same else "no",
             ])
             if args.forms:
-                one, two, unpruned = forms(K, y, q, args.rho, args.repeats)
-                form_rows.append([n, q, f"{one:.3f}", f"{two:.3f}", f"{one / two:.2f}", f"{unpruned:.3f}",
-                                  f"{unpruned / one:.1f}"])
+                medians, ratios = forms(K, y, q, args.rho, args.repeats)
+                form_rows.append([n, q, *(f"{t:.3f}" for t in medians), *(f"{r:.2f}" for r in ratios)])
             print(tabulate(rows[-1:], tablefmt="plain"), flush=True)
     print(f"\nbanana, rbf gamma={args.gamma}, rho={args.rho}, medians of {args.repeats} paired runs\n")
     print(tabulate(rows, headers=["N", "q", "fit s", "reference s", "ratio", "iterations", "ref. iterations",
                                   "NRS %", "same support"], tablefmt="github"))
     if form_rows:
         print()
-        print(tabulate(form_rows, headers=["N", "q", "pruned, 1 thread s", "pruned, 2 threads s", "1/2 threads",
-                                           "unpruned, 1 thread s", "unpruned/pruned"], tablefmt="github"))
+        print(tabulate(form_rows, headers=[
+            "N", "q", "Rust (faer) s", "LAPACK s", "LAPACK 2 threads s", "LAPACK unpruned s", "LAPACK / Rust",
+            "LAPACK 2 threads / Rust", "unpruned / Rust"], tablefmt="github"))
 
 
 if __name__ == "__main__":

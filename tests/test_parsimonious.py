@@ -325,3 +325,39 @@ def test_precomputed_not_psd():
     X, y = _problem(0, m=20)
     with pytest.raises(ValueError, match=r"^X: a precomputed kernel must be"):
         ParsimoniousKFDA(kernel="precomputed").fit(-rbf_kernel(X), y)
+
+
+def test_rust_and_numpy_iterations_agree():
+    from gkfda import _core
+    from gkfda.parsimonious import PRUNE
+
+    for seed, q, penalize_bias in ((0, 1.0, True), (1, 0.5, False), (2, 0.5, True)):
+        X, y = _problem(seed, m=120)
+        K = rbf_kernel(X, gamma=1.0)
+        y_hat = targets(y == 1)
+        gram, products = augmented_gram(K, y_hat)
+        start = ridge_start(gram, products)
+        rust = _core.parsimonious_fit(K, gram, products, y_hat, start, q=q, rho=1e-2, tol=1e-6, max_iter=500,
+                                      penalize_bias=penalize_bias, prune=PRUNE)
+        numpy = mm_fit(K, gram, products, y_hat, start, q, 1e-2, 1e-6, 500, penalize_bias)
+        assert rust[2] == numpy[2]
+        assert_array_equal(rust[0] == 0.0, numpy[0] == 0.0)  # the same coefficients pruned
+        assert_allclose(rust[0], numpy[0], rtol=1e-8, atol=1e-10 * np.abs(numpy[0]).max())
+        assert_allclose(rust[1], numpy[1], rtol=1e-10)
+
+
+def test_core_refuses_bad_input():
+    from gkfda import _core
+
+    K = np.eye(4)
+    gram, products = augmented_gram(K, targets(np.array([True, False, True, False])))
+    good = dict(q=1.0, rho=1e-2, tol=1e-5, max_iter=10, penalize_bias=True, prune=1e-12)
+    y_hat, start = np.ones(4), np.ones(5)
+    with pytest.raises(ValueError, match=r"^start: must have N \+ 1 = 5"):
+        _core.parsimonious_fit(K, gram, products, y_hat, np.ones(4), **good)
+    with pytest.raises(ValueError, match=r"^rho: must be positive"):
+        _core.parsimonious_fit(K, gram, products, y_hat, start, **{**good, "rho": 0.0})
+    with pytest.raises(ValueError, match=r"^q: must be in \(0, 1\]"):
+        _core.parsimonious_fit(K, gram, products, y_hat, start, **{**good, "q": 1.5})
+    with pytest.raises(ValueError, match=r"^kernel: must be square"):
+        _core.parsimonious_fit(np.ones((4, 3)), gram, products, y_hat, start, **good)
