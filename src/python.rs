@@ -257,6 +257,9 @@ fn calibrate<'py>(
     Ok((weights.into_pyarray(py), bias.into_pyarray(py)))
 }
 
+/// kFDA_q's coefficients, objective per step and steps.
+type MmTuple<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>, usize);
+
 /// kFDA_q's majorize–minimize iteration ([`parsimonious::mm_fit`]): the coefficients, the
 /// objective at the start and after each step, and the steps; run with the GIL released
 /// and watched for Ctrl-C.
@@ -276,7 +279,7 @@ fn parsimonious_fit<'py>(
     max_iter: usize,
     penalize_bias: bool,
     prune: f64,
-) -> PyResult<(Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>, usize)> {
+) -> PyResult<MmTuple<'py>> {
     let params = parsimonious::MmParams {
         q,
         rho,
