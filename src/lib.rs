@@ -34,6 +34,7 @@ mod params;
 pub mod parsimonious;
 pub mod passes;
 mod pool;
+pub mod pursuit;
 mod real;
 pub mod selection;
 pub mod simd;

@@ -273,7 +273,7 @@ impl GreedyParams {
 }
 
 /// Class codes run from 0 to `C − 1`, `C ≥ 2`, every class with a sample.
-fn validate_classes(classes: &[u32]) -> Result<()> {
+pub(crate) fn validate_classes(classes: &[u32]) -> Result<()> {
     let m = classes.len();
     // A code of `m` or more leaves some code below it without a sample.
     let mut present = vec![false; m];

@@ -7,6 +7,7 @@ use crate::calibration;
 use crate::error::Error;
 use crate::kernel::{self, Kernel};
 use crate::parsimonious;
+use crate::pursuit::{self, FisherCriterion, Method, PursuitParams};
 use crate::real::Real;
 use crate::selection;
 use crate::simd;
@@ -531,6 +532,150 @@ fn greedy_select_many<'py>(
     select_any(py, kernel, &Problems::TwoClass(&problems))
 }
 
+/// What [`pursuit_select`] returns: `(indices, scores, stopped_early, kernel_passes)`.
+type PursuitTuple<'py> = (
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<f64>>,
+    bool,
+    usize,
+);
+
+/// The method of [`pursuit_select`] over `kernel` (and `second`), typed.
+#[allow(clippy::too_many_arguments)]
+fn pursue_typed<'py, F: Real + numpy::Element>(
+    py: Python<'py>,
+    kernel: PyReadonlyArray2<'py, F>,
+    method: &str,
+    target: Option<&Bound<'py, PyAny>>,
+    second: Option<&Bound<'py, PyAny>>,
+    classes: Option<&[u32]>,
+    criterion: &str,
+    signed: bool,
+    params: &PursuitParams,
+) -> PyResult<PursuitTuple<'py>> {
+    let dtype = std::any::type_name::<F>();
+    let same_dtype = |argument: &str| {
+        PyTypeError::new_err(format!(
+            "{argument}: must be a NumPy array of the kernel's dtype ({dtype})"
+        ))
+    };
+    let target: Option<PyReadonlyArray1<'py, F>> = target
+        .map(|t| t.extract().map_err(|_| same_dtype("target")))
+        .transpose()?;
+    let second: Option<PyReadonlyArray2<'py, F>> = second
+        .map(|t| t.extract().map_err(|_| same_dtype("second_kernel")))
+        .transpose()?;
+    let missing = |argument: &str| {
+        PyValueError::new_err(format!("{argument}: is required by the method {method:?}"))
+    };
+    let target_slice = target
+        .as_ref()
+        .map(|t| {
+            t.as_slice()
+                .map_err(|_| PyValueError::new_err("y: must be contiguous"))
+        })
+        .transpose()?;
+    let method = match method {
+        "matching" => Method::Matching {
+            target: target_slice.ok_or_else(|| missing("target"))?,
+        },
+        "pca" => Method::Components,
+        "correlation" => Method::Correlation {
+            second: second
+                .as_ref()
+                .ok_or_else(|| missing("second_kernel"))?
+                .as_array(),
+            signed,
+        },
+        "fisher" => Method::Fisher {
+            classes: classes.ok_or_else(|| missing("classes"))?,
+            criterion: match criterion {
+                "optimal" => FisherCriterion::Optimal,
+                "pseudo" => FisherCriterion::Pseudo,
+                other => {
+                    return Err(PyValueError::new_err(format!(
+                        "criterion: expected 'optimal' or 'pseudo', got {other:?}"
+                    )))
+                }
+            },
+        },
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "method: expected one of {:?}, got {other:?}",
+                pursuit::METHODS
+            )))
+        }
+    };
+    let view = kernel.as_array();
+    let outcome = interruptible(py, |stop| {
+        pursuit::pursue_with_stop(view, &method, params, stop)
+    })?;
+    let indices: Vec<i64> = outcome.indices.iter().map(|&i| i as i64).collect();
+    Ok((
+        indices.into_pyarray(py),
+        outcome.scores.into_pyarray(py),
+        outcome.stopped_early,
+        outcome.kernel_passes,
+    ))
+}
+
+/// A greedy pursuit over a precomputed symmetric kernel (borrowed, not copied), float64 or
+/// float32: `method` is `"matching"` (kernel matching pursuit of `target`, projection
+/// deflation), `"pca"` (sparse kernel PCA, pivoted-Cholesky deflation), `"correlation"`
+/// (sparse kernel CCA of `kernel` and `second_kernel`, the same samples in two views;
+/// `signed=False` ranks by the cosine's absolute value) or `"fisher"` (the KFDA
+/// `criterion`, `"optimal"` or `"pseudo"`, of the integer class codes `classes`, projection
+/// deflation). A column counts as explained when its guarded statistic falls to `tol` times
+/// its value in the kernel. Returns `(indices, scores, stopped_early, kernel_passes)`,
+/// `scores[s]` the score of pick `s` when it was made.
+#[pyfunction]
+#[pyo3(signature = (method, kernel, k, *, target=None, second_kernel=None, classes=None, criterion="optimal", signed=true, tol=None, n_threads=1))]
+#[allow(clippy::too_many_arguments)]
+fn pursuit_select<'py>(
+    py: Python<'py>,
+    method: &str,
+    kernel: &Bound<'py, PyAny>,
+    k: i64,
+    target: Option<&Bound<'py, PyAny>>,
+    second_kernel: Option<&Bound<'py, PyAny>>,
+    classes: Option<&Bound<'py, PyAny>>,
+    criterion: &str,
+    signed: bool,
+    tol: Option<f64>,
+    n_threads: i64,
+) -> PyResult<PursuitTuple<'py>> {
+    let count = |value: i64| usize::try_from(value).unwrap_or(0);
+    let params = PursuitParams {
+        k: count(k),
+        tol,
+        n_threads: count(n_threads),
+    };
+    let classes = classes.map(class_codes).transpose()?;
+    let args = (
+        method,
+        target,
+        second_kernel,
+        classes.as_deref(),
+        criterion,
+        signed,
+    );
+    if let Ok(k64) = kernel.extract::<PyReadonlyArray2<f64>>() {
+        let (method, target, second, classes, criterion, signed) = args;
+        return pursue_typed(
+            py, k64, method, target, second, classes, criterion, signed, &params,
+        );
+    }
+    if let Ok(k32) = kernel.extract::<PyReadonlyArray2<f32>>() {
+        let (method, target, second, classes, criterion, signed) = args;
+        return pursue_typed(
+            py, k32, method, target, second, classes, criterion, signed, &params,
+        );
+    }
+    Err(PyTypeError::new_err(
+        "K: must be a 2-D float32 or float64 NumPy array",
+    ))
+}
+
 /// Default relative tolerance of the numerical guards for a dtype name.
 #[pyfunction]
 fn default_tol(dtype: &str) -> PyResult<f64> {
@@ -586,6 +731,11 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(kernel_expansion, module)?)?;
     module.add_function(wrap_pyfunction!(calibrate, module)?)?;
     module.add_function(wrap_pyfunction!(parsimonious_fit, module)?)?;
+    module.add_function(wrap_pyfunction!(pursuit_select, module)?)?;
+    module.add(
+        "PURSUIT_METHODS",
+        pyo3::types::PyTuple::new(module.py(), pursuit::METHODS)?,
+    )?;
     module.add_function(wrap_pyfunction!(default_tol, module)?)?;
     module.add_function(wrap_pyfunction!(simd_level, module)?)?;
     module.add_function(wrap_pyfunction!(simd_levels, module)?)?;

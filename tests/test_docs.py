@@ -15,6 +15,8 @@ EXAMPLES = {
     "gkfda.reference": 3,
     "gkfda.parsimonious": 4,
     "gkfda.reference.parsimonious": 3,
+    "gkfda.reference.pursuit": 5,
+    "gkfda.pursuit": 15,
     "gkfda.datasets": 20,
     "gkfda.cli": 1,
     "gkfda.study": 1,
@@ -22,6 +24,7 @@ EXAMPLES = {
     "gkfda.study.experiment": 1,
     "gkfda.study.report": 1,
     "gkfda.study.published": 1,
+    "gkfda.study.pursuit": 1,
 }
 
 

@@ -6,10 +6,10 @@
 #![no_main]
 
 use arbitrary::{Result, Unstructured};
-use gkfda::{kernel, selection, Criterion, Deflation, GreedyParams, Kernel, Real, Selection};
-use gkfda_fuzz::{grid, matrix, one_in, real, Laid, Layout};
+use gkfda::{selection, Criterion, Deflation, GreedyParams, Real, Selection};
+use gkfda_fuzz::{kernel_values, one_in, real, Laid, Layout};
 use libfuzzer_sys::fuzz_target;
-use ndarray::{Array2, ArrayView2};
+use ndarray::ArrayView2;
 
 fuzz_target!(|data: &[u8]| {
     // Running out of bytes ends an input early; that is not a finding.
@@ -50,61 +50,6 @@ fn run(u: &mut Unstructured) -> Result<()> {
         check(Laid::<f64>::new(&values, layout).view(), &problems);
     }
     Ok(())
-}
-
-/// An `m×m` kernel (now and then `m×(m+1)`): mostly a genuine Gram matrix, so that the
-/// engine gets past its checks and picks; otherwise one scaled by a power of ten from
-/// subnormal to near overflow, one with a few entries broken, or any values, symmetric
-/// or not.
-fn kernel_values(u: &mut Unstructured, m: usize) -> Result<Array2<f64>> {
-    if one_in(u, 32)? {
-        return matrix(u, m, m + 1, real);
-    }
-    Ok(match u.int_in_range(0u8..=7)? {
-        5 => gram(u, m)? * 10f64.powi(u.int_in_range(-320..=308)?),
-        7 => {
-            let mut k = matrix(u, m, m, real)?;
-            if u.arbitrary()? {
-                for i in 0..m {
-                    for j in 0..i {
-                        k[[i, j]] = k[[j, i]];
-                    }
-                }
-            }
-            k
-        }
-        choice => {
-            let mut k = gram(u, m)?;
-            if choice == 6 && m > 0 {
-                for _ in 0..u.int_in_range(1..=3)? {
-                    let (i, j) = (u.choose_index(m)?, u.choose_index(m)?);
-                    k[[i, j]] = real(u)?;
-                    if u.arbitrary()? {
-                        k[[j, i]] = k[[i, j]];
-                    }
-                }
-            }
-            k
-        }
-    })
-}
-
-/// The Gram matrix of `m` points on a grid (repeats and rank deficiency included) under a
-/// linear, RBF or polynomial kernel of moderate parameters.
-fn gram(u: &mut Unstructured, m: usize) -> Result<Array2<f64>> {
-    let d = u.int_in_range(0..=4)?;
-    let x = matrix(u, m, d, grid)?;
-    let gamma = 2f64.powi(u.int_in_range(-8..=3)?);
-    let kernel = match u.int_in_range(0u8..=2)? {
-        0 => Kernel::Linear,
-        1 => Kernel::Rbf { gamma },
-        _ => Kernel::Poly {
-            gamma,
-            degree: u.int_in_range(1..=4)?,
-            coef0: grid(u)?,
-        },
-    };
-    Ok(kernel::gram(x.view(), &kernel, 1).expect("a valid kernel of finite points"))
 }
 
 fn threads(u: &mut Unstructured) -> Result<usize> {

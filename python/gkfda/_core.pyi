@@ -11,6 +11,8 @@ DEFLATIONS: Tuple[str, ...]
 """The deflations' names, from the core's table (``none`` first)."""
 KERNELS: Tuple[str, ...]
 SHARED_SELECTIONS: int
+#: The methods of ``pursuit_select``.
+PURSUIT_METHODS: Tuple[str, ...]
 """The built-in kernels' names: ``rbf``, ``linear``, ``poly``."""
 
 def kernel_matrix(
@@ -27,6 +29,31 @@ def kernel_matrix(
 
     ``x`` and ``z`` are float32 or float64 (the same); the result has their dtype.
     Raises ValueError for bad parameters, MemoryError when the result cannot be allocated.
+    """
+
+def pursuit_select(
+    method: str,
+    kernel: npt.NDArray[np.floating],
+    k: int,
+    *,
+    target: Optional[npt.NDArray[np.floating]] = None,
+    second_kernel: Optional[npt.NDArray[np.floating]] = None,
+    classes: Optional[npt.NDArray[Union[np.int64, np.int32]]] = None,
+    criterion: str = "optimal",
+    signed: bool = True,
+    tol: Optional[float] = None,
+    n_threads: int = 1,
+) -> Tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], bool, int]:
+    """A greedy pursuit over a symmetric kernel, borrowed without a copy.
+
+    ``method`` is ``"matching"`` (kernel matching pursuit of ``target``, of the
+    kernel's dtype; projection deflation), ``"pca"`` (sparse kernel PCA; pivoted-Cholesky
+    deflation), ``"correlation"`` (sparse kernel CCA of ``kernel`` and ``second_kernel``, the
+    same samples in two views; ``signed=False`` ranks by the cosine's absolute value) or
+    ``"fisher"`` (the KFDA ``criterion``, ``"optimal"`` or ``"pseudo"``, of the integer class
+    codes ``classes``; projection deflation). Returns ``(indices, scores, stopped_early,
+    kernel_passes)``, ``scores[s]`` the score of pick ``s`` when it was made (for ``"pca"``
+    the reconstruction residual it removed).
     """
 
 def greedy_select(

@@ -1,4 +1,5 @@
-"""The ``gkfda`` command line: ``gkfda demo``, ``gkfda experiment`` and ``gkfda report``.
+"""The ``gkfda`` command line: ``gkfda demo``, ``gkfda experiment``, ``gkfda report``, ``gkfda bound``
+and ``gkfda pursuit``.
 
 ``gkfda experiment`` writes into ``./gkfda-results`` unless ``--out`` says otherwise.
 
@@ -157,6 +158,18 @@ def _report(args) -> int:
     return report.run(args)
 
 
+def _bound(args) -> int:
+    from .study import bound
+
+    return bound.run(args)
+
+
+def _pursuit(args) -> int:
+    from .study import pursuit
+
+    return pursuit.run(args)
+
+
 def main(argv=None) -> int:
     from . import CRITERIA, DEFLATIONS
 
@@ -217,8 +230,27 @@ def main(argv=None) -> int:
     from .study import report as report_module
 
     report_module.add_arguments(report)
+    bound = commands.add_parser(
+        "bound", help="paper 002's generalisation bound beside the test error (MPKFDA refits; a synthetic curve)",
+        description="Refits the study's MPKFDA with its chosen width and k on the first realisations of each data "
+        "set, and fits a synthetic problem of up to 10,000 points; writes bound.csv and bound_synthetic.csv "
+        "into RESULTS_DIR, which `gkfda report` then shows.",
+    )
+    from .study import bound as bound_module
+
+    bound_module.add_arguments(bound)
+    pursuit = commands.add_parser(
+        "pursuit", help="paper 004's experiments: sparse kernel PCA, kernel matching pursuit, sparse kernel CCA",
+        description="The toy of paper 004's Fig. 3 (sparse kernel PCA's residual and bound), kernel matching "
+        "pursuit's bound and test error on scikit-learn's diabetes data, and sparse kernel CCA against "
+        "regularised KCCA on the digits halves; writes CSVs and summary.md into OUT.",
+    )
+    from .study import pursuit as pursuit_module
+
+    pursuit_module.add_arguments(pursuit)
     args = parser.parse_args(argv)
-    return {"demo": _demo, "experiment": _experiment, "report": _report}[args.command](args)
+    commands = {"demo": _demo, "experiment": _experiment, "report": _report, "bound": _bound, "pursuit": _pursuit}
+    return commands[args.command](args)
 
 
 if __name__ == "__main__":  # pragma: no cover

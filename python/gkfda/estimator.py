@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import re
 import warnings
 from numbers import Integral, Real
 
@@ -11,13 +10,27 @@ import numpy as np
 from scipy.special import expit, log_expit, log_softmax, logsumexp, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, _fit_context
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, Options, StrOptions, validate_parameter_constraints
+from sklearn.utils._param_validation import Options, StrOptions, validate_parameter_constraints
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from . import _core
 from ._core import CRITERIA, DEFLATIONS, KERNELS
+from ._kernels import (
+    _LARGEST_DEGREE,
+    _LARGEST_THREADS,
+    _check_callable_output,
+    _check_overflow,
+    _convert,
+    _count,
+    _Number,
+    precomputed_columns,
+    precomputed_training_kernel,
+    resolve_gamma,
+    validate_input,
+)
 from ._model import fit_discriminant, one_blas_thread
+from .bounds import FeatureMoments, GeneralisationBound, _check_delta, _check_radius, _check_variant, fisher_discriminant_bound
 from ._validation import check_fit_fits, check_precomputed_kernel, checked_priors, thread_count
 
 DTYPES = ("float64", "float32")
@@ -27,25 +40,6 @@ MULTICLASS = ("shared", "ovr")
 #: problem one-vs-rest.
 DEFAULT_K_PER_CLASS = 25
 DEFAULT_K_PER_PROBLEM = 50
-
-
-class _Number(Interval):
-    """scikit-learn's ``Interval`` without booleans: ``k=True`` is a mistake, not ``k=1``."""
-
-    def is_satisfied_by(self, val):
-        return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
-
-
-# The largest count the core takes (an int64 at the binding), and the largest degree (the
-# exponent of a power in the core is an int32): bounds checked here, before any cast.
-_LARGEST_COUNT = np.iinfo(np.int64).max
-_LARGEST_DEGREE = np.iinfo(np.int32).max
-# Threads: far more than any machine has, far less than overflows the thread count.
-_LARGEST_THREADS = 2**20
-
-
-def _count(minimum=1, maximum=_LARGEST_COUNT):
-    return _Number(Integral, minimum, maximum, closed="both")
 
 
 class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
@@ -239,7 +233,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         return np.dtype(self.dtype).type
 
     def _validate_X(self, X, reset, y="no_validation"):
-        return validated_data(self, X, reset, y, dtype=[np.float64, np.float32])
+        return validate_input(self, X, reset, y)
 
     def _kernel_name(self):
         return "callable" if callable(self.kernel) else self.kernel
@@ -252,12 +246,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         m = X.shape[0]
         entries = m * m
         if self.kernel == "precomputed":
-            # The caller's kernel is used as it is, or converted to ``dtype`` in a copy.
-            copy_bytes = 0 if np.asarray(X).dtype == dtype else entries * np.dtype(dtype).itemsize
-            check_fit_fits(m, k, selections, dtype, copy_bytes)
-            K = _convert(X, dtype, "X")
-            check_precomputed_kernel(K)
-            return K
+            return precomputed_training_kernel(X, dtype, k, selections)
         if callable(self.kernel):
             # The callable's float64 matrix, and its float32 copy.
             kernel_bytes = entries * 8 + (entries * 4 if np.dtype(dtype) == np.float32 else 0)
@@ -319,13 +308,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         self.priors_ = self._checked_priors(y_index, n_classes)
         m = X.shape[0]
         k = self._resolved_k(n_classes, m)
-        self._gamma = resolved_gamma(self.gamma, self._kernel_name(), X)
-        if self.gamma is None and dtype == np.float32 and self._gamma > float(np.finfo(np.float32).max):
-            # Not the user's gamma: the data's scale made it, so the data is named.
-            raise ValueError(
-                f"X: its variance is so small that gamma='scale' ({self._gamma:.3g}) is beyond the "
-                "range of float32; scale the features or use dtype='float64'"
-            )
+        self._gamma = resolve_gamma(self.gamma, self._kernel_name(), X, dtype)
         # The kernel is built with the training set ordered by class: the engine's passes
         # then split each kernel row by class and meet each element once for `K x` and
         # `K D x` together, where interleaved classes take two multiply-adds. Indices are
@@ -358,6 +341,14 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
                 UserWarning,
                 stacklevel=2,
             )
+        # What the generalisation bound needs of the training set (two classes only).
+        self._feature_moments = None
+        if n_classes == 2:
+            (support, _, _), model = selections[0], self._models[0]
+            largest_norm = float(np.sqrt(max(np.max(np.diagonal(K)), 0.0)))
+            with one_blas_thread():  # O(m k²), and OpenBLAS's workers would spin afterwards
+                features = np.asarray(K[:, support], dtype=np.float64) @ model.projection.T
+                self._feature_moments = FeatureMoments.of(features, codes, support, largest_norm)
         self._fitted_k = k
         union = np.unique(np.concatenate([model.support for model in self._models]))
         # Keep only the training points the models need, indexed by training index.
@@ -708,6 +699,8 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         truncated = copy.deepcopy(self)
         truncated.k = truncated._fitted_k = k
         truncated._models = [model.truncated(k) for model in self._models]
+        if getattr(self, "_feature_moments", None) is not None:
+            truncated._feature_moments = self._feature_moments.truncated(k)
         union = np.unique(np.concatenate([model.support for model in truncated._models]))
         truncated._union_labels = self._union_labels[np.searchsorted(self._union_support, union)]
         truncated._union_support = union
@@ -715,6 +708,96 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
             truncated._support_points = self._support_points.subset(union)
         truncated._set_public_attributes()
         return truncated
+
+    # -- the generalisation bound -----------------------------------------------------
+
+    def generalisation_bound(self, delta=0.05, radius=None, variant="paper") -> GeneralisationBound:
+        """An upper bound on the true error of this two-class model (paper 002, Prop. 4.5).
+
+        With probability at least ``1 - delta`` over the training sample, the error rate
+        on new points from the same distribution is at most ``value``: a compression
+        bound on the mean and variance of the discriminant's margin in each class,
+        measured on the training points that are not bases (see :mod:`gkfda.bounds`). It
+        is loose: 1 (vacuous) at a few hundred training points, informative from some
+        10,000 with a few tens of bases and well separated classes.
+
+        Parameters
+        ----------
+        delta : float in (0, 1), default=0.05
+            The probability that the bound fails.
+        radius : float or None, default=None
+            ``R``, a bound on the feature-space norm ``sqrt(K(x, x))`` of every possible
+            input. ``None``: 1 for ``rbf``; for other kernels the largest norm over the
+            training set, with a ``UserWarning``, since a bound read off the data is not
+            the a-priori constant the theorem assumes.
+        variant : {"paper", "union_bound"}, default="paper"
+            ``paper``: the bound as paper 002 prints it; ``union_bound``: with the
+            compression term ``2 k ln(em/k)`` that its union bound over the choice of
+            bases gives (the printed one has ``k ln(em/k)``).
+
+        Returns
+        -------
+        GeneralisationBound
+            ``value`` in (0, 1], the parts of each class (``positive`` is
+            ``classes_[1]``), ``valid_sample_size``, and what went in (``m``, ``k``,
+            ``delta``, ``radius``, ``variant``).
+
+        Examples
+        --------
+        >>> from sklearn.datasets import make_moons
+        >>> from gkfda import GreedyKFDA
+        >>> X, y = make_moons(300, noise=0.2, random_state=0)
+        >>> bound = GreedyKFDA(k=10, gamma=2.0).fit(X, y).generalisation_bound()
+        >>> bound.value, bound.m, bound.k  # vacuous at this size
+        (1.0, 300, 10)
+        """
+        check_is_fitted(self)
+        if len(self.classes_) != 2:
+            raise ValueError(
+                f"the generalisation bound is for two-class models; this one has {len(self.classes_)} classes "
+                f"(multiclass={self.multiclass!r}), whose decision is not one linear discriminant"
+            )
+        moments = self.__dict__.get("_feature_moments")
+        if moments is None:
+            raise ValueError(
+                "the model does not hold the training statistics the bound needs (it was saved by an older "
+                "version of gkfda): fit it again"
+            )
+        delta, variant = _check_delta(delta), _check_variant(variant)
+        if radius is None:
+            if self._kernel_name() == "rbf":
+                radius = 1.0
+            else:
+                radius = moments.largest_norm
+                warnings.warn(
+                    f"radius: estimated as the largest sqrt(K(x, x)) over the training set ({radius:.6g}); the "
+                    f"bound assumes a bound on every possible input, so with a {self._kernel_name()} kernel this "
+                    "data-dependent value does not make it hold: pass radius",
+                    UserWarning,
+                    stacklevel=2,
+                )
+        radius = _check_radius(radius)
+        if radius < moments.largest_norm * (1.0 - 1e-9):
+            raise ValueError(
+                f"radius: {radius!r} is below the norm sqrt(K(x, x)) = {moments.largest_norm:.6g} of a training point"
+            )
+        coef, intercept = self.coef_[0], float(self.intercept_[0])
+        norm = float(np.linalg.norm(coef))
+        # predict says classes_[1] where coef'z + intercept > 0, the theorem where w'z - b > 0.
+        weights, offset = (coef / norm, -intercept / norm) if norm > 0.0 else (coef, 0.0)
+        outside, means, variances = moments.margin_statistics(weights, offset)
+        counts = moments.class_counts
+        bases = np.bincount(moments.support_codes, minlength=2)
+        if norm == 0.0:  # a constant classifier: nothing to bound but the trivial 1
+            means, variances = [0.0, 0.0], [0.0, 0.0]
+        # A class with no point outside the bases has no statistics: its part is trivial.
+        margins = [0.0 if n <= 0 else sign * mean for n, sign, mean in zip(outside, (-1.0, 1.0), means)]
+        variances = [0.0 if n <= 0 else v for n, v in zip(outside, variances)]
+        return fisher_discriminant_bound(
+            (margins[1], margins[0]), (variances[1], variances[0]), (int(counts[1]), int(counts[0])),
+            (int(bases[1]), int(bases[0])), delta=delta, radius=radius, variant=variant,
+            labels=(self.classes_[1], self.classes_[0]),
+        )
 
 
 def ovr_probabilities(log_odds, log=False):
@@ -728,39 +811,6 @@ def ovr_probabilities(log_odds, log=False):
     return probabilities / probabilities.sum(axis=-1, keepdims=True)
 
 
-def validated_data(estimator, X, reset, y="no_validation", dtype=np.float64):
-    """scikit-learn's ``validate_data``, its messages prefixed with the argument at fault
-    (``X:`` or ``X, y:``) where they do not name it."""
-    try:
-        if not (isinstance(y, str) and y == "no_validation"):
-            # Passed on even when None, so that fit(X, None) gets sklearn's "requires y".
-            return validate_data(estimator, X, y, dtype=dtype, ensure_min_samples=2, reset=reset)
-        return validate_data(estimator, X, dtype=dtype, reset=reset)
-    except (TypeError, ValueError) as error:
-        message = str(error)
-        if re.search(r"\b[Xy]\b", message):  # already names its argument
-            raise
-        argument = "X, y" if "inconsistent numbers of samples" in message else "X"
-        raise type(error)(f"{argument}: {message}") from error
-
-
-def _convert(A, dtype, argument):
-    """``A`` as a C-contiguous array of ``dtype``, refusing values that overflow it."""
-    A = np.asarray(A)
-    if A.dtype == dtype:
-        return np.ascontiguousarray(A)
-    # A is finite (checked before); one reduction finds an overflow without an m×m temporary.
-    with np.errstate(over="ignore", invalid="ignore"):
-        converted = np.ascontiguousarray(A, dtype=dtype)
-        total = converted.sum(dtype=np.float64)
-    if not np.isfinite(total):
-        raise ValueError(
-            f"{argument}: has values beyond the range of {np.dtype(dtype).name}; "
-            "scale them or use dtype='float64'"
-        )
-    return converted
-
-
 def encoded_classes(y):
     """``(classes, codes)`` of classification labels ``y``, at least two classes."""
     try:
@@ -771,52 +821,6 @@ def encoded_classes(y):
     if len(classes) < 2:
         raise ValueError(f"y: needs samples of at least two classes, got 1 class ({classes[0]!r})")
     return classes, codes
-
-
-def resolved_gamma(gamma, kernel_name, X) -> float:
-    """The kernel's ``gamma``: the given one, or for ``rbf`` and ``poly`` the default of
-    :func:`_default_gamma` (the other kernels do not use it: 1)."""
-    if gamma is not None:
-        return float(gamma)
-    return _default_gamma(X) if kernel_name in ("rbf", "poly") else 1.0
-
-
-def precomputed_columns(X, columns, n_train):
-    """The ``columns`` of a precomputed test kernel ``X``, which must have ``n_train`` columns."""
-    if X.shape[1] != n_train:
-        raise ValueError(f"X: a precomputed kernel must have {n_train} columns (training samples), got {X.shape[1]}")
-    return X[:, columns]
-
-
-def _default_gamma(X) -> float:
-    """``1 / (n_features · Var(X))`` like ``SVC(gamma="scale")``; 1 for constant X."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        variance = float(X.var(dtype=np.float64))
-    if not np.isfinite(variance):
-        raise ValueError("X: the variance of the features overflows float64; scale the features")
-    gamma = 1.0 / (X.shape[1] * variance) if variance > 0 else 1.0
-    return gamma if np.isfinite(gamma) else 1.0  # subnormal variance: X is constant too
-
-
-def _check_overflow(K):
-    """A built-in kernel of finite X is finite unless its entries overflowed the dtype."""
-    # One reduction with no m×m temporary: NaN and inf propagate to the sum.
-    with np.errstate(over="ignore", invalid="ignore"):
-        total = K.sum(dtype=np.float64)
-    if not np.isfinite(total):
-        raise ValueError(
-            f"X: the kernel matrix overflows {K.dtype.name}; scale the features"
-            + (" or use dtype='float64'" if K.dtype == np.float32 else "")
-        )
-    return K
-
-
-def _check_callable_output(K, shape):
-    if K.shape != shape:
-        raise ValueError(f"kernel: the callable must return a matrix of shape {shape}, got {K.shape}")
-    if not np.all(np.isfinite(K)):
-        raise ValueError("kernel: the callable returned NaN or infinite values")
-    return K
 
 
 class _IndexedRows:

@@ -23,7 +23,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .estimator import GreedyKFDA, _default_gamma
+from ._kernels import _default_gamma
+from .estimator import GreedyKFDA
 
 #: The range of the default gamma grid, as powers of 2 times the data's scale.
 GAMMA_EXPONENTS = (-7.0, -1.0)

@@ -23,11 +23,12 @@ from sklearn.utils.validation import check_is_fitted
 from . import _core
 from ._core import KERNELS
 from ._model import _SCORE_SHRINKAGE, _smoothed_targets, one_blas_thread
-from ._validation import check_fit_fits, check_precomputed_kernel, checked_priors, thread_count
-from .estimator import (
-    _LARGEST_DEGREE, _LARGEST_THREADS, _check_callable_output, _check_overflow, _count, _Number, encoded_classes,
-    ovr_probabilities, precomputed_columns, resolved_gamma, validated_data,
+from ._validation import check_fit_fits, checked_priors, thread_count
+from ._kernels import (
+    _LARGEST_DEGREE, _LARGEST_THREADS, _count, _Number, kernel_between, precomputed_columns,
+    precomputed_training_kernel, resolve_gamma, validate_input,
 )
+from .estimator import encoded_classes, ovr_probabilities
 
 #: A coefficient below this fraction of the largest is dropped from the MM solve for good.
 #: Its ridge multiplier ``|ω|^{q-2}`` is then above ``10^{12(2-q)}`` times the largest one's,
@@ -320,31 +321,21 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
     # -- kernels ----------------------------------------------------------------------
 
     def _kernel_params(self):
-        return {"kernel": self.kernel, "gamma": self._gamma, "degree": int(self.degree), "coef0": float(self.coef0)}
+        return {"gamma": self._gamma, "degree": int(self.degree), "coef0": float(self.coef0)}
 
     def _training_kernel(self, X, threads):
         m = X.shape[0]
         # The kernel, K̃'K̃ beside it and one active system of the same size.
         check_fit_fits(m, 0, 1, np.float64, 3 * (m + 1) * (m + 1) * 8)
         if self.kernel == "precomputed":
-            K = np.ascontiguousarray(X, dtype=np.float64)
-            check_precomputed_kernel(K)
-            return K
-        if callable(self.kernel):
-            K = _check_callable_output(np.asarray(self.kernel(X, X), dtype=np.float64), (m, m))
-            check_precomputed_kernel(K, argument="kernel")
-            return K
-        return _check_overflow(_core.kernel_matrix(np.ascontiguousarray(X), **self._kernel_params(), n_threads=threads))
+            return precomputed_training_kernel(X, np.float64, 0, 1)
+        return kernel_between(X, None, self.kernel, self._kernel_params(), np.float64, threads)
 
     def _cross_kernel(self, X, threads):
         """``K(X, union of the retained samples)``."""
         if self.kernel == "precomputed":
             return precomputed_columns(X, self._union, self.n_features_in_)
-        if callable(self.kernel):
-            cross = np.asarray(self.kernel(X, self._union_points), dtype=np.float64)
-            return _check_callable_output(cross, (len(X), len(self._union)))
-        return _check_overflow(_core.kernel_matrix(
-            np.ascontiguousarray(X), self._union_points, **self._kernel_params(), n_threads=threads))
+        return kernel_between(X, self._union_points, self.kernel, self._kernel_params(), np.float64, threads)
 
     # -- fit --------------------------------------------------------------------------
 
@@ -385,13 +376,14 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
         self : ParsimoniousKFDA
         """
         threads = thread_count(self.n_jobs)
-        X, y = validated_data(self, X, reset=True, y=y)
+        X, y = validate_input(self, X, reset=True, y=y)
+        X = np.asarray(X, dtype=np.float64)
         self.classes_, y_index = encoded_classes(y)
         n_classes = len(self.classes_)
         self.priors_ = checked_priors(self.priors, y_index, n_classes)
         m = X.shape[0]
         init = self._checked_init(m)
-        self._gamma = resolved_gamma(self.gamma, self._kernel_name(), X)
+        self._gamma = resolve_gamma(self.gamma, self._kernel_name(), X, np.float64)
         K = self._training_kernel(X, threads)
         positives = [y_index == 1] if n_classes == 2 else [y_index == c for c in range(n_classes)]
         # BLAS on one thread: OpenBLAS's products and Cholesky factors change in their last
@@ -478,14 +470,14 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
         ``(n_samples,)`` for two classes (paper 003's rule: ``classes_[1]`` where it
         exceeds ``theta_``), ``(n_samples, n_classes)`` one-vs-rest."""
         check_is_fitted(self)
-        X = validated_data(self, X, reset=False)
+        X = np.asarray(validate_input(self, X, reset=False), dtype=np.float64)
         threads = thread_count(self.n_jobs)
         if not len(self._union):
             values = np.broadcast_to(self._bias, (len(X), len(self._bias))).copy()
         elif self._kernel_name() in KERNELS:
             values = _core.kernel_expansion(
-                np.ascontiguousarray(X), self._union_points, self._weights, self._bias, **self._kernel_params(),
-                n_threads=threads,
+                np.ascontiguousarray(X), self._union_points, self._weights, self._bias, kernel=self.kernel,
+                **self._kernel_params(), n_threads=threads,
             )
         else:
             values = self._cross_kernel(X, threads) @ self._weights + self._bias

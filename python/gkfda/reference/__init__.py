@@ -315,4 +315,6 @@ def decision_function(model, K_cross_support):
     log_proba = predict_log_proba(model, K_cross_support)
     return log_proba[:, 1] - log_proba[:, 0] if log_proba.shape[1] == 2 else log_proba
 
+
+from .pursuit import canonical_correlation, matching_pursuit_fit, matching_pursuit_select, nystrom_features, sparse_cca_select, sparse_pca_select  # noqa: E402,F401
 from .parsimonious import parsimonious_fit, parsimonious_objective, parsimonious_support, parsimonious_targets  # noqa: E402,F401

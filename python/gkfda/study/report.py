@@ -1239,6 +1239,11 @@ def write_report(results_dir, out_dir=None, *, figures: bool = True, canonical_o
         lines += ["", f"## {section.title}", "", section.body(), "",
                   f"Files: [{section.stem}.md]({section.stem}.md), [{section.stem}.csv]({section.stem}.csv)."]
     lines += ["", f"Per-cell counts and published values of the stages = 1 grids: [{long_name}]({long_name}).", ""]
+    from . import bound  # it imports this module's Markdown
+
+    bound_text = bound.report_section(results.directory)  # written by `gkfda bound`
+    if bound_text is not None:
+        lines += ["## The generalisation bound beside the test error", "", bound_text, ""]
     lines += ["## Figures", ""]
     for title, path, caption in made:
         rel = path.relative_to(out).as_posix()

@@ -1,0 +1,128 @@
+//! `pursuit::pursue` on small kernels, in `f32` and `f64`: any kernel (NaN, ±∞, huge,
+//! subnormal, asymmetric, not square, in any layout), any method with any target, second
+//! kernel or class codes, and any `PursuitParams`. It must return `Ok` or `Err`, never
+//! panic; an `Ok` pursuit holds distinct indices below `m`, `k` of them unless it stopped
+//! early, one score each, and does not depend on the thread count.
+#![no_main]
+
+use arbitrary::{Result, Unstructured};
+use gkfda::pursuit::{pursue, FisherCriterion, Method, PursuitParams};
+use gkfda::Real;
+use gkfda_fuzz::{kernel_values, one_in, real, Laid, Layout};
+use libfuzzer_sys::fuzz_target;
+use ndarray::Array2;
+
+fuzz_target!(|data: &[u8]| {
+    // Running out of bytes ends an input early; that is not a finding.
+    let _ = run(&mut Unstructured::new(data));
+});
+
+/// What a method needs besides the kernel, as `f64` (narrowed with the kernel).
+enum Inputs {
+    Matching(Vec<f64>),
+    Components,
+    Correlation(Array2<f64>, bool),
+    Fisher(Vec<u32>, FisherCriterion),
+}
+
+fn layout(u: &mut Unstructured) -> Result<Layout> {
+    Ok(match u.int_in_range(0u8..=15)? {
+        0..=7 => Layout::RowMajor,
+        8..=14 => Layout::ColumnMajor,
+        _ => Layout::Strided,
+    })
+}
+
+fn run(u: &mut Unstructured) -> Result<()> {
+    let m: usize = u.int_in_range(0..=30)?;
+    let length = match u.int_in_range(0u8..=31)? {
+        30 => m + 1,
+        31 => m.saturating_sub(1),
+        _ => m,
+    };
+    let inputs = match u.int_in_range(0u8..=3)? {
+        0 => Inputs::Matching((0..length).map(|_| real(u)).collect::<Result<_>>()?),
+        1 => Inputs::Components,
+        2 => Inputs::Correlation(kernel_values(u, length)?, u.arbitrary()?),
+        _ => {
+            let n_classes = u.int_in_range(1..=4u32)?;
+            let codes = (0..length)
+                .map(|_| u.int_in_range(0..=n_classes))
+                .collect::<Result<_>>()?;
+            let criterion = if u.arbitrary()? {
+                FisherCriterion::Optimal
+            } else {
+                FisherCriterion::Pseudo
+            };
+            Inputs::Fisher(codes, criterion)
+        }
+    };
+    let k = match u.int_in_range(0u8..=31)? {
+        30 => 0,
+        31 => m + 1,
+        _ => u.int_in_range(1..=m.max(1))?,
+    };
+    let tol = match u.int_in_range(0u8..=15)? {
+        13 | 14 => Some(10f64.powi(-u.int_in_range(0..=16)?)),
+        15 => Some(real(u)?),
+        _ => None,
+    };
+    let n_threads = if one_in(u, 16)? { 0 } else { u.int_in_range(1..=3)? };
+    let params = PursuitParams { k, tol, n_threads };
+    let (first, second) = (layout(u)?, layout(u)?);
+    // The kernel last: its m² values may use up the input.
+    let values = kernel_values(u, m)?;
+    if u.arbitrary()? {
+        check::<f32>(&values, first, second, &inputs, &params);
+    } else {
+        check::<f64>(&values, first, second, &inputs, &params);
+    }
+    Ok(())
+}
+
+fn check<F: Real>(
+    values: &Array2<f64>,
+    layout: Layout,
+    second_layout: Layout,
+    inputs: &Inputs,
+    params: &PursuitParams,
+) {
+    let kernel = Laid::<F>::new(values, layout);
+    let narrowed: Vec<F>;
+    let second: Laid<F>;
+    let method = match inputs {
+        Inputs::Matching(target) => {
+            narrowed = target.iter().map(|&v| F::from_f64(v)).collect();
+            Method::Matching { target: &narrowed }
+        }
+        Inputs::Components => Method::Components,
+        Inputs::Correlation(other, signed) => {
+            second = Laid::<F>::new(other, second_layout);
+            Method::Correlation {
+                second: second.view(),
+                signed: *signed,
+            }
+        }
+        Inputs::Fisher(classes, criterion) => Method::Fisher {
+            classes,
+            criterion: *criterion,
+        },
+    };
+    let Ok(pursuit) = pursue(kernel.view(), &method, params) else {
+        return;
+    };
+    let m = values.nrows();
+    let mut seen = vec![false; m];
+    for &i in &pursuit.indices {
+        assert!(i < m && !seen[i], "index {i} out of range or repeated");
+        seen[i] = true;
+    }
+    assert_eq!(pursuit.scores.len(), pursuit.indices.len());
+    assert!(pursuit.indices.len() == params.k || pursuit.stopped_early);
+    let other = PursuitParams {
+        n_threads: params.n_threads % 3 + 1,
+        ..params.clone()
+    };
+    let again = pursue(kernel.view(), &method, &other).expect("the same problem is valid");
+    assert_eq!(again.indices, pursuit.indices, "picks depend on the thread count");
+}

@@ -1,0 +1,400 @@
+//! The pursuit's state: for each view `K_0` and the rank-one terms of `K_t = K_0 − U V'`,
+//! and the statistics of every column, updated pick by pick by the rules of
+//! docs/architecture.md ("The matching-pursuit family"): under `K_{t+1} = K_t − u v'`,
+//!
+//! - linear `ℓ_c ← ℓ_c − (c'u) v`;
+//! - quadratic `q_M ← q_M − 2 v∘(K_t'Mu) + (u'Mu) v∘v`, `K_t'Mu = K_0 Mu − V(U'Mu)`;
+//! - diagonal `d ← d − u∘v`;
+//! - cross `c ← c − v_x∘(K_{y,t}'u_x) − v_y∘(K_{x,t}'u_y) + (u_x'u_y) v_x∘v_y`.
+//!
+//! Every product with a `K_0` of a pick comes from one read of that kernel.
+
+use super::{Deflation, Pursuit, Spec, Statistic};
+use crate::error::{Error, Result};
+use crate::passes::{self, Workspace};
+use crate::real::Real;
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// One kernel and its deflation terms.
+struct View<'a, F: Real> {
+    /// `K_0`, row-major `m×m`, symmetric; never written.
+    kernel: &'a [F],
+    /// `u_r` of each term; for [`Deflation::Pivot`] also `v_r` (`u = v`).
+    us: Vec<Vec<F>>,
+    /// `v_r` of each term of [`Deflation::Projection`]; empty for pivot.
+    vs: Vec<Vec<F>>,
+    workspace: Workspace<F>,
+}
+
+impl<F: Real> View<'_, F> {
+    fn row(&self, i: usize, m: usize) -> &[F] {
+        &self.kernel[i * m..(i + 1) * m]
+    }
+
+    /// `v_r`, the right factor of term `r`.
+    fn v(&self, r: usize) -> &[F] {
+        if self.vs.is_empty() {
+            &self.us[r]
+        } else {
+            &self.vs[r]
+        }
+    }
+
+    /// `K_t[:, i] = K_0[:, i] − Σ_r u_r v_r[i]` (`K_0` symmetric: its row `i`).
+    fn column(&self, i: usize, m: usize) -> Vec<F> {
+        let mut column = self.row(i, m).to_vec();
+        for (r, u) in self.us.iter().enumerate() {
+            let factor = self.v(r)[i];
+            column
+                .iter_mut()
+                .zip(u)
+                .for_each(|(c, &u)| *c -= factor * u);
+        }
+        column
+    }
+
+    /// `K_t'x = K_0 x − V(U'x)` from the product `K_0 x`.
+    fn deflated_product(&self, mut product: Vec<F>, x: &[F]) -> Vec<F> {
+        for (r, u) in self.us.iter().enumerate() {
+            let factor = dot(u, x);
+            let v = self.v(r);
+            product
+                .iter_mut()
+                .zip(v)
+                .for_each(|(p, &v)| *p -= factor * v);
+        }
+        product
+    }
+}
+
+/// The state of a pursuit.
+pub(super) struct PursuitEngine<'a, F: Real> {
+    views: Vec<View<'a, F>>,
+    m: usize,
+    spec: Spec<F>,
+    /// `values[s][j]`: statistic `s` of column `j` of the current kernels.
+    values: Vec<Vec<F>>,
+    /// The statistics of `K_0`, the scale of the guards.
+    initial: Vec<Vec<F>>,
+    tol: F,
+    pub(super) pool: std::sync::Arc<rayon::ThreadPool>,
+    passes: usize,
+    /// Empty vectors of capacity `m`, reserved for the terms still to be recorded.
+    reserved: Vec<Vec<F>>,
+}
+
+/// Lane-parallel dot product.
+fn dot<F: Real>(a: &[F], b: &[F]) -> F {
+    crate::simd::dots(a, [b])[0]
+}
+
+fn scaled<F: Real>(x: &[F], factor: F) -> Vec<F> {
+    x.iter().map(|&x| x * factor).collect()
+}
+
+impl<'a, F: Real> PursuitEngine<'a, F> {
+    /// The engine over `first` (and `second`, for two views), `m×m` row-major, with its
+    /// statistics' set-up pass over each kernel.
+    pub(super) fn new(
+        first: &'a [F],
+        second: Option<&'a [F]>,
+        m: usize,
+        spec: Spec<F>,
+        tol: F,
+        n_threads: usize,
+    ) -> Result<Self> {
+        let pool = crate::pool::shared(n_threads)?;
+        let views: Vec<View<'a, F>> = std::iter::once(first)
+            .chain(second)
+            .take(spec.views)
+            .map(|kernel| View {
+                kernel,
+                us: Vec::new(),
+                vs: Vec::new(),
+                workspace: Workspace::default(),
+            })
+            .collect();
+        let mut engine = PursuitEngine {
+            views,
+            m,
+            spec,
+            values: Vec::new(),
+            initial: Vec::new(),
+            tol,
+            pool,
+            passes: 0,
+            reserved: Vec::new(),
+        };
+        engine.values = engine.pool.install(|| engine.initial_statistics());
+        engine.passes = engine.views.len();
+        engine.initial = engine.values.clone();
+        Ok(engine)
+    }
+
+    /// Every statistic of `K_0`, from one read of each kernel: row `j` of a symmetric
+    /// kernel is its column `j`, and each row's statistics are independent of the others
+    /// (so of the number of threads).
+    fn initial_statistics(&self) -> Vec<Vec<F>> {
+        let m = self.m;
+        let statistics = &self.spec.statistics;
+        let per_row: Vec<Vec<F>> = (0..m)
+            .into_par_iter()
+            .map(|j| {
+                let rows: Vec<&[F]> = self.views.iter().map(|view| view.row(j, m)).collect();
+                statistics
+                    .iter()
+                    .map(|statistic| match statistic {
+                        Statistic::Linear { view, c } => dot(rows[*view], c),
+                        Statistic::Quadratic { view, weights } => match weights {
+                            None => dot(rows[*view], rows[*view]),
+                            Some(w) => {
+                                let weighted: Vec<F> =
+                                    rows[*view].iter().zip(w).map(|(&k, &w)| k * w).collect();
+                                dot(rows[*view], &weighted)
+                            }
+                        },
+                        Statistic::Diagonal { view } => rows[*view][j],
+                        Statistic::Cross => dot(rows[0], rows[1]),
+                    })
+                    .collect()
+            })
+            .collect();
+        (0..statistics.len())
+            .map(|s| per_row.iter().map(|row| row[s]).collect())
+            .collect()
+    }
+
+    /// Reserves, fallibly, the terms of `picks` picks: their number is the caller's, so
+    /// their memory is claimed before the first pick, and a refusal is an error, not an
+    /// abort in the middle of the pursuit. Each term's vectors are copied into this storage
+    /// as they are recorded ([`PursuitEngine::kept`]).
+    fn reserve(&mut self, picks: usize) -> Result<()> {
+        let m = self.m;
+        let per_view = match self.spec.deflation {
+            Deflation::Projection => 2,
+            Deflation::Pivot => 1,
+        };
+        let count = picks.saturating_mul(per_view * self.views.len());
+        let refused = || Error::OutOfMemory {
+            what: "the pursuit's deflation terms",
+            bytes: count
+                .saturating_mul(m)
+                .saturating_mul(std::mem::size_of::<F>()),
+        };
+        self.reserved
+            .try_reserve_exact(count)
+            .map_err(|_| refused())?;
+        for view in &mut self.views {
+            view.us.try_reserve_exact(picks).map_err(|_| refused())?;
+            view.vs.try_reserve_exact(picks).map_err(|_| refused())?;
+        }
+        for _ in 0..count {
+            let mut vector = Vec::new();
+            vector.try_reserve_exact(m).map_err(|_| refused())?;
+            self.reserved.push(vector);
+        }
+        Ok(())
+    }
+
+    /// `x` in a reserved vector.
+    fn kept(&mut self, x: &[F]) -> Vec<F> {
+        let mut vector = self.reserved.pop().unwrap_or_default();
+        vector.extend_from_slice(x);
+        vector
+    }
+
+    /// The best admissible column not yet `chosen` (ties to the lowest index) and its score.
+    fn best(&self, chosen: &[bool]) -> Option<(usize, F)> {
+        let n_statistics = self.values.len();
+        let mut values = vec![F::zero(); n_statistics];
+        let mut initial = vec![F::zero(); n_statistics];
+        let mut best: Option<(usize, F)> = None;
+        for j in (0..self.m).filter(|&j| !chosen[j]) {
+            for s in 0..n_statistics {
+                values[s] = self.values[s][j];
+                initial[s] = self.initial[s][j];
+            }
+            // A NaN score (from a non-finite kernel) is not a candidate.
+            let Some(score) = self
+                .spec
+                .score
+                .of(&values, &initial, self.tol)
+                .filter(|score| !score.is_nan())
+            else {
+                continue;
+            };
+            if best.is_none_or(|(_, top)| score > top) {
+                best = Some((j, score));
+            }
+        }
+        best
+    }
+
+    pub(super) fn run(&mut self, k: usize, stop: &AtomicBool) -> Result<Pursuit> {
+        self.reserve(k)?;
+        let mut chosen = vec![false; self.m];
+        let (mut indices, mut scores) = (Vec::with_capacity(k), Vec::with_capacity(k));
+        while indices.len() < k {
+            if stop.load(Ordering::Relaxed) {
+                return Err(Error::Interrupted);
+            }
+            let Some((i, score)) = self.best(&chosen) else {
+                break;
+            };
+            chosen[i] = true;
+            indices.push(i);
+            scores.push(score.as_f64());
+            // The last pick's deflation would serve only a next pick.
+            if indices.len() < k && !self.deflate(i) {
+                break;
+            }
+        }
+        Ok(Pursuit {
+            stopped_early: indices.len() < k,
+            indices,
+            scores,
+            kernel_passes: self.passes,
+        })
+    }
+
+    /// The left factor `u` of view `view`'s term for pick `i`, or `None` when its column
+    /// is numerically zero.
+    fn direction(&self, view: usize, i: usize) -> Option<Vec<F>> {
+        let m = self.m;
+        let state = &self.views[view];
+        let mut tau = state.column(i, m);
+        match self.spec.deflation {
+            Deflation::Pivot => {
+                let pivot = tau[i];
+                (pivot > F::zero()).then(|| scaled(&tau, F::one() / pivot.sqrt()))
+            }
+            Deflation::Projection => {
+                // Re-orthogonalised against the earlier directions, which rounding would
+                // otherwise let `q` drift from (and `q_I − v∘v` below zero).
+                for u in &state.us {
+                    let factor = dot(u, &tau);
+                    tau.iter_mut().zip(u).for_each(|(t, &u)| *t -= factor * u);
+                }
+                let norm = dot(&tau, &tau).sqrt();
+                (norm > F::zero()).then(|| scaled(&tau, F::one() / norm))
+            }
+        }
+    }
+
+    /// Deflates every view by pick `i` and updates the statistics; false when a view's
+    /// column was numerically zero (nothing is left to pick).
+    fn deflate(&mut self, i: usize) -> bool {
+        let m = self.m;
+        let n_views = self.views.len();
+        let mut us = Vec::with_capacity(n_views);
+        for view in 0..n_views {
+            match self.direction(view, i) {
+                Some(u) => us.push(u),
+                None => return false,
+            }
+        }
+        // The right-hand sides of each view's one read of `K_0`: `u` (for `v = K_t'u`
+        // under projection, and for the quadratic forms), `Mu` for each weighted quadratic
+        // form, and the other view's `u` for the cross term.
+        let mut rhs: Vec<Vec<Vec<F>>> = (0..n_views).map(|view| vec![us[view].clone()]).collect();
+        let mut weighted_slot = vec![None; self.spec.statistics.len()];
+        for (s, statistic) in self.spec.statistics.iter().enumerate() {
+            if let Statistic::Quadratic {
+                view,
+                weights: Some(w),
+            } = statistic
+            {
+                weighted_slot[s] = Some(rhs[*view].len());
+                let mu = us[*view].iter().zip(w).map(|(&u, &w)| u * w).collect();
+                rhs[*view].push(mu);
+            }
+        }
+        let cross = n_views == 2;
+        if cross {
+            rhs[0].push(us[1].clone());
+            rhs[1].push(us[0].clone());
+        }
+        // `K_t'x` for every right-hand side, by the terms before this pick.
+        let mut deflated: Vec<Vec<Vec<F>>> = Vec::with_capacity(n_views);
+        for (view, xs) in rhs.iter().enumerate() {
+            let state = &mut self.views[view];
+            let slices: Vec<&[F]> = xs.iter().map(Vec::as_slice).collect();
+            let products =
+                passes::multiply(&self.pool, state.kernel, m, &slices, &mut state.workspace);
+            let state = &self.views[view];
+            deflated.push(
+                products
+                    .into_iter()
+                    .zip(xs)
+                    .map(|(product, x)| state.deflated_product(product, x))
+                    .collect(),
+            );
+        }
+        self.passes += n_views;
+        // `v` of each view: `K_t'u` under projection, `u` itself under pivot.
+        let vs: Vec<Vec<F>> = (0..n_views)
+            .map(|view| match self.spec.deflation {
+                Deflation::Projection => deflated[view][0].clone(),
+                Deflation::Pivot => us[view].clone(),
+            })
+            .collect();
+        for (s, statistic) in self.spec.statistics.iter().enumerate() {
+            let values = &mut self.values[s];
+            match statistic {
+                Statistic::Linear { view, c } => {
+                    let factor = dot(c, &us[*view]);
+                    values
+                        .iter_mut()
+                        .zip(&vs[*view])
+                        .for_each(|(l, &v)| *l -= factor * v);
+                }
+                Statistic::Quadratic { view, weights } => {
+                    let (u, v) = (&us[*view], &vs[*view]);
+                    let (h, scale) = match weights {
+                        // `K_t'u`, and `u'u = 1` for projection's unit `u`.
+                        None => (&deflated[*view][0], dot(u, u)),
+                        Some(w) => {
+                            let slot = weighted_slot[s].unwrap_or(0);
+                            let mu: Vec<F> = u.iter().zip(w).map(|(&u, &w)| u * w).collect();
+                            (&deflated[*view][slot], dot(u, &mu))
+                        }
+                    };
+                    let two = F::from_f64(2.0);
+                    for ((q, &v), &h) in values.iter_mut().zip(v).zip(h) {
+                        // Clamped: the form is a sum of squares.
+                        *q = (*q - two * v * h + scale * v * v).max(F::zero());
+                    }
+                }
+                Statistic::Diagonal { view } => {
+                    let (u, v) = (&us[*view], &vs[*view]);
+                    for ((d, &u), &v) in values.iter_mut().zip(u).zip(v) {
+                        *d -= u * v;
+                    }
+                }
+                Statistic::Cross => {
+                    // `K_{y,t}'u_x` is view 1's last product, `K_{x,t}'u_y` view 0's.
+                    let (y_of_x, x_of_y) = (
+                        deflated[1].last().map_or(&[][..], Vec::as_slice),
+                        deflated[0].last().map_or(&[][..], Vec::as_slice),
+                    );
+                    let overlap = dot(&us[0], &us[1]);
+                    for (j, c) in values.iter_mut().enumerate() {
+                        let (vx, vy) = (vs[0][j], vs[1][j]);
+                        *c = *c - vx * y_of_x[j] - vy * x_of_y[j] + overlap * vx * vy;
+                    }
+                }
+            }
+        }
+        let projection = self.spec.deflation == Deflation::Projection;
+        for (view, (u, v)) in us.iter().zip(&vs).enumerate() {
+            let u = self.kept(u);
+            self.views[view].us.push(u);
+            if projection {
+                let v = self.kept(v);
+                self.views[view].vs.push(v);
+            }
+        }
+        true
+    }
+}
