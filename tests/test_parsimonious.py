@@ -361,3 +361,23 @@ def test_core_refuses_bad_input():
         _core.parsimonious_fit(K, gram, products, y_hat, start, **{**good, "q": 1.5})
     with pytest.raises(ValueError, match=r"^kernel: must be square"):
         _core.parsimonious_fit(np.ones((4, 3)), gram, products, y_hat, start, **good)
+
+
+def test_leverages_survive_a_failing_eigensolver(monkeypatch):
+    # LAPACK's symmetric eigensolvers can fail ("Internal Error") on systems they should
+    # solve; the leverages then come from the singular value decomposition, the same.
+    import scipy.linalg
+
+    from gkfda import parsimonious
+
+    X, y = _problem(4, m=80)
+    expected = ParsimoniousKFDA(q=0.5, rho=1e-3, gamma=1.0).fit(X, y)
+
+    def failing(*args, **kwargs):
+        raise np.linalg.LinAlgError("Internal Error.")
+
+    monkeypatch.setattr(scipy.linalg, "eigh", failing)
+    model = ParsimoniousKFDA(q=0.5, rho=1e-3, gamma=1.0).fit(X, y)
+    assert_allclose(model.predict_proba(X), expected.predict_proba(X), rtol=1e-8, atol=1e-12)
+    values, vectors = parsimonious._symmetric_eigen(np.diag([3.0, 1.0]))
+    assert_allclose(sorted(values), [1.0, 3.0])

@@ -169,11 +169,25 @@ def leave_one_out(K, y_hat, omega, support, q, rho, penalize_bias):
     # A pseudo-inverse through the eigenvalues: the system is only semi-definite for ρ = 0,
     # and with the wide weights Ψ of a kernel of large values rounding can take a small
     # eigenvalue below zero. Once per fit, on the retained samples only.
-    values, vectors = scipy.linalg.eigh(system, check_finite=False)
+    values, vectors = _symmetric_eigen(system)
     kept = values > len(values) * np.finfo(np.float64).eps * max(values.max(), 0.0)
     leverage = np.sum((scaled @ vectors[:, kept]) ** 2 / values[kept], axis=1)
     remaining = np.maximum(1.0 - leverage, 1e-12)
     return fitted, y_hat - (y_hat - fitted) / remaining
+
+
+def _symmetric_eigen(system):
+    """``(values, vectors)`` of a symmetric positive semi-definite ``system``.
+
+    LAPACK's divide and conquer (``syevd``): OpenBLAS's default ``syevr`` failed with
+    "Internal Error" on one such system of order 376 from diabetis on one BLAS thread. Its
+    singular value decomposition is the fallback (for a PSD matrix, the same thing).
+    """
+    try:
+        return scipy.linalg.eigh(system, check_finite=False, driver="evd")
+    except np.linalg.LinAlgError:
+        vectors, values, _ = np.linalg.svd(system, hermitian=True)
+        return values, vectors
 
 
 class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
