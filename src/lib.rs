@@ -31,6 +31,7 @@ pub mod calibration;
 pub mod error;
 pub mod kernel;
 mod params;
+pub mod parsimonious;
 pub mod passes;
 mod pool;
 pub mod pursuit;

@@ -6,6 +6,7 @@
 use crate::calibration;
 use crate::error::Error;
 use crate::kernel::{self, Kernel};
+use crate::parsimonious;
 use crate::pursuit::{self, FisherCriterion, Method, PursuitParams};
 use crate::real::Real;
 use crate::selection;
@@ -255,6 +256,52 @@ fn calibrate<'py>(
     let (weights, bias) =
         py.detach(|| calibration::calibrate(left_out, own, &classes, n_threads))?;
     Ok((weights.into_pyarray(py), bias.into_pyarray(py)))
+}
+
+/// kFDA_q's coefficients, objective per step and steps.
+type MmTuple<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>, usize);
+
+/// kFDA_q's majorize–minimize iteration ([`parsimonious::mm_fit`]): the coefficients, the
+/// objective at the start and after each step, and the steps; run with the GIL released
+/// and watched for Ctrl-C.
+#[pyfunction]
+#[pyo3(signature = (kernel, gram, products, targets, start, *, q, rho, tol, max_iter, penalize_bias, prune))]
+#[allow(clippy::too_many_arguments)]
+fn parsimonious_fit<'py>(
+    py: Python<'py>,
+    kernel: PyReadonlyArray2<'py, f64>,
+    gram: PyReadonlyArray2<'py, f64>,
+    products: PyReadonlyArray1<'py, f64>,
+    targets: PyReadonlyArray1<'py, f64>,
+    start: PyReadonlyArray1<'py, f64>,
+    q: f64,
+    rho: f64,
+    tol: f64,
+    max_iter: usize,
+    penalize_bias: bool,
+    prune: f64,
+) -> PyResult<MmTuple<'py>> {
+    let params = parsimonious::MmParams {
+        q,
+        rho,
+        tol,
+        max_iter,
+        penalize_bias,
+        prune,
+    };
+    let problem = parsimonious::MmProblem {
+        kernel: kernel.as_array(),
+        gram: gram.as_array(),
+        products: products.as_array(),
+        targets: targets.as_array(),
+        start: start.as_array(),
+    };
+    let fit = interruptible(py, |stop| parsimonious::mm_fit(&problem, &params, stop))?;
+    Ok((
+        fit.omega.into_pyarray(py),
+        fit.objective.into_pyarray(py),
+        fit.iterations,
+    ))
 }
 
 /// A selection's indices, whether it stopped early, and its passes over the kernel.
@@ -683,6 +730,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(greedy_select_many, module)?)?;
     module.add_function(wrap_pyfunction!(kernel_expansion, module)?)?;
     module.add_function(wrap_pyfunction!(calibrate, module)?)?;
+    module.add_function(wrap_pyfunction!(parsimonious_fit, module)?)?;
     module.add_function(wrap_pyfunction!(pursuit_select, module)?)?;
     module.add(
         "PURSUIT_METHODS",

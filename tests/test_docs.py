@@ -13,6 +13,8 @@ EXAMPLES = {
     "gkfda": 2,
     "gkfda.estimator": 10,
     "gkfda.reference": 3,
+    "gkfda.parsimonious": 4,
+    "gkfda.reference.parsimonious": 3,
     "gkfda.reference.pursuit": 5,
     "gkfda.pursuit": 15,
     "gkfda.datasets": 20,

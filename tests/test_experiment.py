@@ -167,3 +167,47 @@ def test_command_line_runs_and_summarises(tmp_path, capsys):
     assert "0 tasks run, 2 already done" in capsys.readouterr().out
     errors = np.array([float(r["test_error"]) for r in rows(tmp_path / "results.csv")])
     assert errors.shape == (4,)
+
+
+# -- kFDA_q (paper 003) -------------------------------------------------------------------
+
+
+def test_kfdaq_selection_rules():
+    # Two folds, widths × ρs = 2 × 3. The least mean error is at (0, 0); (1, 2) is within
+    # one standard error of it and retains the fewest; (0, 2) retains fewer still but is
+    # too far off.
+    errors = np.array([
+        [[0.10, 0.14, 0.40], [0.20, 0.15, 0.13]],
+        [[0.12, 0.14, 0.40], [0.20, 0.15, 0.10]],
+    ])
+    retained = np.array([[[0.5, 0.4, 0.01], [0.3, 0.2, 0.1]]] * 2)
+    assert experiment.select_kfdaq(errors, retained) == {"mcr": (0, 0), "nrs": (1, 2)}
+    # Equal folds: no spread, so "nrs" keeps only the settings of the least error.
+    flat = np.repeat(errors[:1], 2, axis=0)
+    assert experiment.select_kfdaq(flat, retained) == {"mcr": (0, 0), "nrs": (0, 0)}
+
+
+def test_kfdaq_task_writes_both_rules(tmp_path):
+    config = tiny_config(variants=[], baselines=["kfdaq0.5"])
+    summary = experiment.run_experiment(config, tmp_path, progress=False)
+    assert summary["tasks_run"] == 1  # no width task: kFDA_q tunes its own
+    results = rows(tmp_path / "results.csv")
+    assert sorted(r["method"] for r in results) == ["kfdaq0.5-mcr"] * 2 + ["kfdaq0.5-nrs"] * 2
+    assert not (tmp_path / "gamma.csv").exists()
+    for r in results:
+        params = json.loads(r["params"])
+        assert params["q"] == 0.5 and params["rho"] in protocol.KFDAQ_RHOS and params["width"] in protocol.WIDTHS
+        assert params["rule"] == r["method"].split("-")[1]
+        assert r["k"] == r["k_used"] and 1 <= int(r["k_used"]) <= int(r["m_train"])
+        assert 0.0 <= float(r["test_error"]) < 0.4 and 0.0 <= params["paper_rule_error"] < 0.4
+    by_rule = {rule: [int(r["k_used"]) for r in results if r["method"].endswith(rule)] for rule in ("mcr", "nrs")}
+    assert sum(by_rule["nrs"]) <= sum(by_rule["mcr"])  # at least as sparse on these realisations
+    # Both rules' rows are there: nothing runs again.
+    assert experiment.run_experiment(config, tmp_path, progress=False)["tasks_run"] == 0
+
+
+def test_kfdaq_is_out_of_the_quick_job_and_in_the_full_one():
+    assert not set(protocol.KFDAQ_METHODS) & set(protocol.QUICK["baselines"])
+    assert set(protocol.KFDAQ_METHODS) <= set(ExperimentConfig().baselines)
+    assert protocol.row_methods("kfdaq1") == ("kfdaq1-mcr", "kfdaq1-nrs")
+    assert protocol.row_methods("svm") == ("svm",)

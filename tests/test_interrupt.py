@@ -127,3 +127,18 @@ def test_keyboard_interrupt_reaches_the_caller():
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     assert time.perf_counter() - armed - ALARM_AFTER < STOPS_WITHIN
+
+
+def test_parsimonious_fit_stops(stops_on_alarm):
+    # kFDA_q's MM iteration looks at the stop flag every step; with a tolerance nothing
+    # meets it runs all of max_iter steps (minutes) otherwise.
+    from gkfda.parsimonious import augmented_gram, ridge_start, targets
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1500, 5))
+    K = _core.kernel_matrix(X, gamma=0.2)
+    y_hat = targets(X[:, 0] > 0)
+    gram, products = augmented_gram(K, y_hat)
+    start = ridge_start(gram, products)
+    stops_on_alarm(_core.parsimonious_fit, K, gram, products, y_hat, start, q=1.0, rho=1e-6, tol=1e-300,
+                   max_iter=100000, penalize_bias=True, prune=0.0)

@@ -371,3 +371,60 @@ def test_table1_shapes_match_the_packaged_benchmarks():
 
     assert sorted(published.TABLE1_002) == sorted(list_benchmarks())
     assert published.TABLE1_002["image"]["train"] == 1300 and published.TABLE1_002["splice"]["test"] == 2175
+
+
+# -- kFDA_q (paper 003) ------------------------------------------------------------------
+
+
+def _kfdaq_dir(directory):
+    """kFDA_q rows for heart and thyroid (3 realisations each), as `gkfda experiment` writes them."""
+    directory.mkdir(parents=True)
+    rows = []
+    for d in ("heart", "thyroid"):
+        dim, train, test = SHAPES[d]
+        for method, error, k in (("kfdaq1-mcr", 0.15, 17), ("kfdaq1-nrs", 0.17, 10), ("kfdaq0.5-mcr", 0.16, 5),
+                                 ("kfdaq0.5-nrs", 0.18, 2)):
+            for r in range(1, R + 1):
+                rows.append({
+                    "dataset": d, "method": method, "criterion": "", "deflation": "", "stages": "",
+                    "realisation": r, "canonical": 1, "gamma": 0.1, "k": k + r, "k_used": k + r, "m_train": train,
+                    "m_test": test, "n_features": dim, "test_error": error + 0.01 * r, "fit_time": 0.1,
+                    "cv_error": 0.2, "params": json.dumps({"q": 1.0, "rho": 1e-3, "width": 8.0}),
+                })
+    _write_csv(directory / "results.csv", COLUMNS, rows)
+    return directory
+
+
+def test_kfdaq_tables_beside_paper_003_and_in_table_1(results_dir, tmp_path):
+    kfdaq = _kfdaq_dir(tmp_path / "kfdaq")
+    report.write_report(results_dir, figures=False, also=[kfdaq])
+    out = results_dir / "report"
+    versus = {row["dataset"]: row for row in _read_csv(out / "table1_003_vs_paper.csv")}
+    assert set(versus) == {"heart", "thyroid", "Mean (same data sets)"}
+    heart = versus["heart"]
+    assert float(heart["kfdaq1-mcr_mcr"]) == pytest.approx(100 * (0.15 + 0.02))  # realisations 1..3
+    assert float(heart["kfdaq1-mcr_nrs"]) == pytest.approx(100 * 19 / 170)
+    assert float(heart["kfdaq0.5-nrs_mcr_paper"]) == 16.0 and float(heart["kfdaq0.5-nrs_nrs_paper"]) == 1.8
+    mean = versus["Mean (same data sets)"]
+    assert float(mean["kfdaq1-mcr_mcr_paper"]) == pytest.approx((14.6 + 1.0) / 2)
+    markdown = (out / "table1_003_vs_paper.md").read_text()
+    assert "| Heart | 17.0 ± 1.0 / 11.2 | 14.6 ± 3.0 / 10.6 |" in markdown
+    assert "| Thyroid |" in markdown and "N/A" not in markdown  # image's "N/A" is not among them
+    table = {row["dataset"]: row for row in _read_csv(out / "table1_kfdaq.csv")}
+    assert float(table["heart"]["kfdaq0.5-mcr_k_used"]) == pytest.approx(7.0)
+    assert table["heart"]["kfda_error"] != "" and table["heart"]["kfdaq1-mcr_error"] != ""
+    assert table["banana"]["kfdaq1-mcr_error"] == ""  # kFDA_q did not run on banana
+    assert "kFDA_q against paper 003" in (out / "report.md").read_text()
+
+
+def test_no_kfdaq_tables_without_kfdaq_rows(results_dir):
+    files = report.write_report(results_dir, figures=False)
+    assert not any(f.name.startswith(("table1_003", "table1_kfdaq")) for f in files)
+
+
+def test_published_table_003_reproduces_its_mean_rows():
+    for column in published.TABLE1_003_COLUMNS:
+        for metric in ("mcr", "nrs"):
+            values = [published.TABLE1_003[d][column][metric] for d in published.TABLE1_003]
+            assert np.mean(values) == pytest.approx(published.TABLE1_003_MEAN[column][metric], abs=0.06)
+    assert set(published.TABLE1_003) == set(published.TABLE1_002)

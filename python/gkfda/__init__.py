@@ -13,12 +13,14 @@ import warnings as _warnings
 from . import _core, reference
 from ._core import CRITERIA, DEFLATIONS, KERNELS
 from .estimator import GreedyKFDA, fit
+from .parsimonious import ParsimoniousKFDA
 from .model_selection import GreedyKFDACV
 from .pursuit import GreedyNystroem, KernelMatchingPursuit, SparseKernelCCA, SparseKernelPCA, matching_pursuit_bound
 
 __all__ = [
     "GreedyKFDA",
     "GreedyKFDACV",
+    "ParsimoniousKFDA",
     "GreedyNystroem",
     "KernelMatchingPursuit",
     "SparseKernelCCA",

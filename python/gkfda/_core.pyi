@@ -125,6 +125,32 @@ def calibrate(
     cross-entropy to ``targets``, and zeros where the result ranks the fitted scores
     ``own[b]`` worse than ``log_priors`` alone."""
 
+def parsimonious_fit(
+    kernel: npt.NDArray[np.float64],
+    gram: npt.NDArray[np.float64],
+    products: npt.NDArray[np.float64],
+    targets: npt.NDArray[np.float64],
+    start: npt.NDArray[np.float64],
+    *,
+    q: float,
+    rho: float,
+    tol: float,
+    max_iter: int,
+    penalize_bias: bool,
+    prune: float,
+) -> Tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], int]:
+    """kFDA_q's majorize–minimize iteration from ``start`` (``N+1`` nonzero-or-zero
+    coefficients ``[b; α]``) over the symmetric ``kernel`` (``N×N``), with
+    ``gram = K̃'K̃`` and ``products = K̃'ŷ`` (``K̃ = [1 K]``) and the ``targets`` ``ŷ``:
+    ``(ω, objective per step from the start, steps)``. Each step solves on the active
+    coefficients only (faer's Cholesky, one thread); those below ``prune · max|ω|`` are
+    set to zero for good. The GIL is released; Ctrl-C raises ``KeyboardInterrupt``.
+
+    Raises ValueError naming the argument for a bad shape or parameter (``rho`` must be
+    positive), and naming ``gram`` when rounding made a step's system indefinite;
+    MemoryError when its ``(N+1)²`` system cannot be allocated.
+    """
+
 def kernel_expansion(
     x: npt.NDArray[np.floating],
     basis: npt.NDArray[np.floating],

@@ -39,6 +39,25 @@ def _omp_thread_limit():
     return int(first) if first.isdigit() and int(first) > 0 else None
 
 
+def checked_priors(priors, y_index, n_classes):
+    """The class priors: ``priors`` checked (one positive value per class, summing to 1),
+    or, when it is None, the class frequencies of the codes ``y_index``."""
+    if priors is None:
+        return np.bincount(y_index, minlength=n_classes) / len(y_index)
+    given = priors
+    try:
+        priors = np.asarray(given, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"priors: must be an array of numbers, got {given!r}") from None
+    if priors.shape != (n_classes,):
+        raise ValueError(f"priors: must have one value per class ({n_classes}), got shape {priors.shape}")
+    if not np.all(np.isfinite(priors)) or np.any(priors <= 0.0):
+        raise ValueError(f"priors: every prior must be positive and finite, got {priors.tolist()}")
+    if not abs(priors.sum() - 1.0) <= 1e-6:
+        raise ValueError(f"priors: must sum to 1, got {priors.sum()!r}")
+    return priors / priors.sum()
+
+
 # Address space a process needs beside what a fit allocates (thread stacks, the
 # allocator's per-thread arenas, libraries loaded later): kept free under an RLIMIT_AS.
 _ADDRESS_SPACE_MARGIN = 256 * 2**20

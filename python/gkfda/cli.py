@@ -104,7 +104,14 @@ def _experiment(args) -> int:
     config.protocol = dataclasses.replace(config.protocol, name=args.protocol, **overrides)
     if args.quick and (args.criteria or args.deflations or args.stages):
         config.variants = protocol.variants(args.criteria, args.deflations, args.stages or [1])
-    config.baselines = [] if args.no_baselines else args.baselines
+    if args.no_baselines:
+        config.baselines = []
+    elif args.baselines is not None:
+        config.baselines = args.baselines
+    elif args.quick:
+        config.baselines = list(protocol.QUICK["baselines"])
+    if args.no_variants:
+        config.variants = []
     config.jobs = args.jobs
     client = None
     if args.backend == "dask":
@@ -183,7 +190,7 @@ def main(argv=None) -> int:
     )
     demo.add_argument("--seed", type=int, default=0)
     from .datasets import list_benchmarks
-    from .study.protocol import BASELINES, PROTOCOLS
+    from .study.protocol import PROTOCOLS, SELF_TUNED
 
     run = commands.add_parser(
         "experiment",
@@ -199,8 +206,11 @@ def main(argv=None) -> int:
     run.add_argument("--realisations", type=int, help="first N realisations of each data set (default: all)")
     run.add_argument("--cv-realisations", type=int, help="training realisations used by cross-validation (5)")
     run.add_argument("--folds", type=int, help="cross-validation folds (5)")
-    run.add_argument("--baselines", nargs="*", choices=BASELINES, default=list(BASELINES))
+    run.add_argument("--baselines", nargs="*", choices=SELF_TUNED,
+                     help="methods that tune their own width: the KFDA and SVM baselines and kFDA_q "
+                          "(kfdaq1, kfdaq0.5); default: all (--quick: kfda svm)")
     run.add_argument("--no-baselines", action="store_true")
+    run.add_argument("--no-variants", action="store_true", help="no greedy variant: the baselines only")
     run.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel tasks (joblib)")
     run.add_argument("--backend", choices=["loky", "threading", "dask", "ray"], default=None,
                      help="joblib backend; dask uses --scheduler or a local cluster")

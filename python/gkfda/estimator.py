@@ -31,7 +31,7 @@ from ._kernels import (
 )
 from ._model import fit_discriminant, one_blas_thread
 from .bounds import FeatureMoments, GeneralisationBound, _check_delta, _check_radius, _check_variant, fisher_discriminant_bound
-from ._validation import check_fit_fits, check_precomputed_kernel, thread_count
+from ._validation import check_fit_fits, check_precomputed_kernel, checked_priors, thread_count
 
 DTYPES = ("float64", "float32")
 MULTICLASS = ("shared", "ovr")
@@ -303,14 +303,8 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         dtype, threads = self._dtype(), thread_count(self.n_jobs)
         rng = check_random_state(self.random_state)
         X, y = self._validate_X(X, reset=True, y=y)
-        try:
-            check_classification_targets(y)
-        except ValueError as error:
-            raise ValueError(f"y: {error}") from error
-        self.classes_, y_index = np.unique(y, return_inverse=True)
+        self.classes_, y_index = encoded_classes(y)
         n_classes = len(self.classes_)
-        if n_classes < 2:
-            raise ValueError(f"y: needs samples of at least two classes, got 1 class ({self.classes_[0]!r})")
         self.priors_ = self._checked_priors(y_index, n_classes)
         m = X.shape[0]
         k = self._resolved_k(n_classes, m)
@@ -395,19 +389,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
 
     def _checked_priors(self, y_index, n_classes):
         """The class priors: the given ones, checked, or the training frequencies."""
-        if self.priors is None:
-            return np.bincount(y_index, minlength=n_classes) / len(y_index)
-        try:
-            priors = np.asarray(self.priors, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(f"priors: must be an array of numbers, got {self.priors!r}") from None
-        if priors.shape != (n_classes,):
-            raise ValueError(f"priors: must have one value per class ({n_classes}), got shape {priors.shape}")
-        if not np.all(np.isfinite(priors)) or np.any(priors <= 0.0):
-            raise ValueError(f"priors: every prior must be positive and finite, got {priors.tolist()}")
-        if not abs(priors.sum() - 1.0) <= 1e-6:
-            raise ValueError(f"priors: must sum to 1, got {priors.sum()!r}")
-        return priors / priors.sum()
+        return checked_priors(self.priors, y_index, n_classes)
 
     def _resolved_k(self, n_classes, m):
         """``k`` for ``n_classes`` classes and ``m`` training samples (at most ``m``)."""
@@ -588,13 +570,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
                 return np.stack([log_expit(-log_odds), log_expit(log_odds)], axis=-1)
             positive = expit(log_odds)
             return np.stack([1.0 - positive, positive], axis=-1)
-        # Scaled by the largest in log space before normalising: where every one-vs-rest
-        # log-odds is far below zero, each expit underflows to 0, and 0/0 is NaN.
-        log_probabilities = log_expit(outputs)
-        if log:
-            return log_probabilities - logsumexp(log_probabilities, axis=-1, keepdims=True)
-        probabilities = np.exp(log_probabilities - log_probabilities.max(axis=-1, keepdims=True))
-        return probabilities / probabilities.sum(axis=-1, keepdims=True)
+        return ovr_probabilities(outputs, log)
 
     def transform(self, X):
         """Nyström features ``φ(X) = K(X, support_vectors_) R'``: shape ``(n, k_)``.
@@ -822,6 +798,29 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
             (int(bases[1]), int(bases[0])), delta=delta, radius=radius, variant=variant,
             labels=(self.classes_[1], self.classes_[0]),
         )
+
+
+def ovr_probabilities(log_odds, log=False):
+    """Probabilities (or their logarithms) of one-vs-rest log-odds, normalised to sum to 1."""
+    # Scaled by the largest in log space before normalising: where every one-vs-rest
+    # log-odds is far below zero, each expit underflows to 0, and 0/0 is NaN.
+    log_probabilities = log_expit(log_odds)
+    if log:
+        return log_probabilities - logsumexp(log_probabilities, axis=-1, keepdims=True)
+    probabilities = np.exp(log_probabilities - log_probabilities.max(axis=-1, keepdims=True))
+    return probabilities / probabilities.sum(axis=-1, keepdims=True)
+
+
+def encoded_classes(y):
+    """``(classes, codes)`` of classification labels ``y``, at least two classes."""
+    try:
+        check_classification_targets(y)
+    except ValueError as error:
+        raise ValueError(f"y: {error}") from error
+    classes, codes = np.unique(y, return_inverse=True)
+    if len(classes) < 2:
+        raise ValueError(f"y: needs samples of at least two classes, got 1 class ({classes[0]!r})")
+    return classes, codes
 
 
 class _IndexedRows:

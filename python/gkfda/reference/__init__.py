@@ -317,3 +317,4 @@ def decision_function(model, K_cross_support):
 
 
 from .pursuit import canonical_correlation, matching_pursuit_fit, matching_pursuit_select, nystrom_features, sparse_cca_select, sparse_pca_select  # noqa: E402,F401
+from .parsimonious import parsimonious_fit, parsimonious_objective, parsimonious_support, parsimonious_targets  # noqa: E402,F401

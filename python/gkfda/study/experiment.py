@@ -30,7 +30,11 @@ import pandas as pd
 
 from ..datasets import load_benchmark
 from ..estimator import GreedyKFDA
-from .protocol import BASELINES, KFDA_REGS, ORIGINAL, SVM_CS, ExperimentConfig, Protocol, Variant
+from ..parsimonious import ParsimoniousKFDA
+from .protocol import (
+    BASELINES, KFDA_REGS, KFDAQ_METHODS, KFDAQ_RHOS, KFDAQ_RULES, ORIGINAL, SELF_TUNED, SVM_CS, ExperimentConfig,
+    Protocol, Variant, row_methods,
+)
 from .report import markdown_table
 
 RESULT_COLUMNS = (
@@ -222,6 +226,79 @@ def run_svm(task: Task) -> dict:
     return {"results": rows, "paths": []}
 
 
+def kfdaq_cv(benchmark, protocol: Protocol, q: float, r: int):
+    """kFDA_q's cross-validation on training realisation ``r``: the validation error and
+    the retained fraction of every (fold, width, ρ), shape ``(folds, widths, ρs)``."""
+    X, y, _, _ = benchmark.split(r)
+    shape = (protocol.folds, len(protocol.widths), len(KFDAQ_RHOS))
+    errors, retained = np.zeros(shape), np.zeros(shape)
+    for f, (train, valid) in enumerate(protocol.fold_indices(y, r)):
+        for i, width in enumerate(protocol.widths):
+            for j, rho in enumerate(KFDAQ_RHOS):
+                model = _kfdaq(q, rho, width, protocol).fit(X[train], y[train])
+                errors[f, i, j] = 1.0 - model.score(X[valid], y[valid])
+                retained[f, i, j] = len(model.support_) / len(train)
+    return errors, retained
+
+
+def select_kfdaq(errors, retained) -> dict:
+    """Paper 003's two rules on one realisation's CV (arrays ``(folds, widths, ρs)``):
+    ``{"mcr": (i, j), "nrs": (i, j)}``, indices of the width and ρ.
+
+    ``mcr``: the least mean error (ties: the first, smallest width then ρ). ``nrs``: the
+    least mean retained fraction among the settings whose mean error is at most the least
+    plus its standard error over the folds (ties: the lower error, then the first).
+    """
+    mean = errors.mean(axis=0)
+    standard_error = errors.std(axis=0, ddof=1) / np.sqrt(errors.shape[0]) if errors.shape[0] > 1 else 0 * mean
+    retained = retained.mean(axis=0)
+    best = np.unravel_index(int(np.argmin(mean)), mean.shape)
+    within = np.argwhere(mean <= mean[best] + standard_error[best])
+    sparsest = min(map(tuple, within), key=lambda cell: (retained[cell], mean[cell], cell))
+    return {"mcr": tuple(int(v) for v in best), "nrs": tuple(int(v) for v in sparsest)}
+
+
+def _kfdaq(q, rho, width, protocol):
+    return ParsimoniousKFDA(q=q, rho=rho, gamma=1.0 / width, n_jobs=1, **protocol.model_params())
+
+
+def run_kfdaq(task: Task) -> dict:
+    """kFDA_q at its ``q``: width and ρ by the same cross-validation as the baselines,
+    under both selection rules; rows ``<method>-mcr`` and ``<method>-nrs``."""
+    benchmark, protocol, q = load_benchmark(task.dataset), task.protocol, KFDAQ_METHODS[task.method]
+    chosen = {rule: ([], [], []) for rule in KFDAQ_RULES}  # widths, ρs, CV errors
+    for r in protocol.cv_range(benchmark):
+        errors, retained = kfdaq_cv(benchmark, protocol, q, r)
+        mean = errors.mean(axis=0)
+        for rule, (i, j) in select_kfdaq(errors, retained).items():
+            chosen[rule][0].append(protocol.widths[i])
+            chosen[rule][1].append(KFDAQ_RHOS[j])
+            chosen[rule][2].append(mean[i, j])
+    settings = {
+        rule: (_median_on_grid(widths, protocol.widths), _median_on_grid(rhos, KFDAQ_RHOS), float(np.mean(cv)))
+        for rule, (widths, rhos, cv) in chosen.items()
+    }
+    rows = []
+    for r in protocol.test_range(benchmark):
+        X_train, y_train, X_test, y_test = benchmark.split(r)
+        fitted = {}  # the rules often agree: one fit per setting
+        for rule, (width, rho, cv_error) in settings.items():
+            if (width, rho) not in fitted:
+                model = _kfdaq(q, rho, width, protocol)
+                fitted[width, rho] = (model, _timed_fit(model, X_train, y_train))
+            model, fit_time = fitted[width, rho]
+            paper_rule = model.classes_[(model.discriminant(X_test) > model.theta_[0]).astype(int)]
+            rows.append(_row(
+                benchmark, r, f"{task.method}-{rule}", gamma=1.0 / width, k=len(model.support_),
+                k_used=len(model.support_), test_error=1.0 - model.score(X_test, y_test), fit_time=fit_time,
+                cv_error=cv_error, params=json.dumps({
+                    "q": q, "rho": rho, "width": width, "rule": rule, "n_iter": int(model.n_iter_),
+                    "paper_rule_error": float(np.mean(paper_rule != y_test)),
+                }),
+            ))
+    return {"results": rows, "paths": []}
+
+
 def run_gamma(task: Task) -> dict:
     result = select_gamma(load_benchmark(task.dataset), task.protocol)
     return {"gamma": {"dataset": task.dataset, **result, "split_widths": json.dumps(result["split_widths"])}}
@@ -229,7 +306,8 @@ def run_gamma(task: Task) -> dict:
 
 def run_task(task: Task) -> dict:
     """Run one task; what it returns is appended to the CSV files by the caller."""
-    runner = {"gamma": run_gamma, "kfda": run_kfda, "svm": run_svm}.get(task.method, run_variant)
+    runner = {"gamma": run_gamma, "kfda": run_kfda, "svm": run_svm, **dict.fromkeys(KFDAQ_METHODS, run_kfdaq)}.get(
+        task.method, run_variant)
     start = time.perf_counter()
     output = runner(task)
     output["task"] = (task.dataset, task.method)
@@ -307,7 +385,8 @@ def _expected_rows(config: ExperimentConfig) -> dict:
         benchmark = load_benchmark(name)
         count = len(config.protocol.test_range(benchmark))
         for method in [v.key for v in config.variants] + list(config.baselines):
-            expected[(benchmark.name, method)] = count
+            for row_method in row_methods(method):
+                expected[(benchmark.name, row_method)] = count
     return expected
 
 
@@ -343,19 +422,22 @@ def run_experiment(config: ExperimentConfig, out, progress: bool = True, log=pri
     expected = _expected_rows(config)
     gammas, complete = directory.done(expected)
     pending_methods = {
-        name: [m for m in [v.key for v in config.variants] + list(config.baselines) if (name, m) not in complete]
+        name: [
+            m for m in [v.key for v in config.variants] + list(config.baselines)
+            if any((name, row_method) not in complete for row_method in row_methods(m))
+        ]
         for name in config.datasets
     }
     gamma_tasks = [
         Task(name, "gamma", protocol=config.protocol)
         for name in config.datasets
-        if name not in gammas and any(m not in BASELINES for m in pending_methods[name])
+        if name not in gammas and any(m not in SELF_TUNED for m in pending_methods[name])
     ]
     baseline_tasks = [
         Task(name, method, protocol=config.protocol)
-        for name in config.datasets for method in pending_methods[name] if method in BASELINES
+        for name in config.datasets for method in pending_methods[name] if method in SELF_TUNED
     ]
-    variant_count = sum(len([m for m in ms if m not in BASELINES]) for ms in pending_methods.values())
+    variant_count = sum(len([m for m in ms if m not in SELF_TUNED]) for ms in pending_methods.values())
     total = len(gamma_tasks) + len(baseline_tasks) + variant_count
     skipped = sum(1 for pair in expected if pair in complete)
     if skipped:
@@ -369,7 +451,7 @@ def run_experiment(config: ExperimentConfig, out, progress: bool = True, log=pri
         by_key = {v.key: v for v in config.variants}
         variant_tasks = [
             Task(name, method, variant=by_key[method], gamma=gammas[name], protocol=config.protocol)
-            for name in config.datasets for method in pending_methods[name] if method not in BASELINES
+            for name in config.datasets for method in pending_methods[name] if method not in SELF_TUNED
         ]
         for output in _parallel(config, variant_tasks, bar):
             directory.append(output)

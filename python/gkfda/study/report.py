@@ -685,6 +685,126 @@ def _table1_versus_paper(table: pd.DataFrame) -> _Section:
     )
 
 
+_KFDAQ_NAMES = {"kfdaq1-mcr": "kFDA_1 sel. MCR", "kfdaq1-nrs": "kFDA_1 sel. NRS",
+                "kfdaq0.5-mcr": "kFDA_0.5 sel. MCR", "kfdaq0.5-nrs": "kFDA_0.5 sel. NRS"}
+
+
+def _kfdaq_sections(summary: _Summary, mpkfda: str = MPKFDA_METHOD) -> List[_Section]:
+    """kFDA_q (paper 003): its Table 1 beside ours, and our Table 1 with kFDA_q added;
+    none when the results hold no kFDA_q rows."""
+    if not any(method in summary.info for method in _KFDAQ_NAMES):
+        return []
+    return [_table1_003_versus_paper(summary), _table1_with_kfdaq(summary, mpkfda)]
+
+
+def _table1_003_versus_paper(summary: _Summary) -> _Section:
+    """MCR (%) and NRS (%) of kFDA_q under both rules, ours and paper 003's, per data set."""
+    methods = [m for m in _KFDAQ_NAMES if m in summary.info]
+    datasets = [d for d in summary.datasets if any(summary.has(m, d) for m in methods)]
+    rows_md, rows_csv = [], []
+    ours_cells = {m: summary.of(m).reindex(datasets) for m in methods}
+    for d in datasets:
+        paper = published.TABLE1_003.get(d, {})
+        row_md, row_csv = [published.PAPER_NAMES_002.get(d, d)], [d]
+        for m in methods:
+            stats, theirs = ours_cells[m].loc[d], paper.get(m)
+            mcr, sd, nrs = 100 * stats["err_mean"], 100 * stats["err_sd"], stats["sparsity_mean"]
+            row_md += [f"{_fmt(mcr, '{:.1f}')} ± {_fmt(sd, '{:.1f}')} / {_fmt(nrs, '{:.1f}')}",
+                       _paper_003_cell(theirs)]
+            row_csv += [mcr, sd, nrs, int(stats["n"]) if _isnum(stats["n"]) else math.nan]
+            row_csv += [theirs["mcr"], theirs["spread"], theirs["nrs"]] if theirs else [math.nan] * 3
+        rows_md.append(row_md)
+        rows_csv.append(row_csv)
+    if datasets:
+        # Means over the data sets where both have the method.
+        mean_md, mean_csv = ["**Mean (same data sets)**"], ["Mean (same data sets)"]
+        for m in methods:
+            both = [d for d in datasets if summary.has(m, d) and d in published.TABLE1_003]
+            ours = summary.of(m).reindex(both)
+            mcr, nrs = _mean(100 * ours["err_mean"]), _mean(ours["sparsity_mean"])
+            paper_mcr = _mean([published.TABLE1_003[d][m]["mcr"] for d in both])
+            paper_nrs = _mean([published.TABLE1_003[d][m]["nrs"] for d in both])
+            mean_md += [f"{_fmt(mcr, '{:.1f}')} / {_fmt(nrs, '{:.1f}')}",
+                        f"{_fmt(paper_mcr, '{:.1f}')} / {_fmt(paper_nrs, '{:.1f}')}"]
+            mean_csv += [mcr, math.nan, nrs, len(both), paper_mcr, math.nan, paper_nrs]
+        rows_md.append(mean_md)
+        rows_csv.append(mean_csv)
+    columns_md = ["Data set"] + [f"{_KFDAQ_NAMES[m]} ({who})" for m in methods for who in ("ours", "paper")]
+    columns_csv = ["dataset"] + [f"{m}_{column}" for m in methods for column in (
+        "mcr", "mcr_sd", "nrs", "realisations", "mcr_paper", "mcr_spread_paper", "nrs_paper")]
+    mean = published.TABLE1_003_MEAN
+    return _Section(
+        stem="table1_003_vs_paper",
+        title="kFDA_q against paper 003, Table 1",
+        text="Test misclassification rate MCR (%, mean ± s.d. over the realisations) / retained samples NRS "
+             "(%, 100 k_used / m_train), ours and as published (Harrison and Pasupa 2010, Table 1; their ± "
+             "is not defined by the paper). \"sel. MCR\" takes the width and ρ of least CV error, \"sel. NRS\" "
+             "the sparsest within one standard error of it. The paper's printed Mean over the 13 data sets: "
+             + ", ".join(f"{_KFDAQ_NAMES[m]} {mean[m]['mcr']} / {mean[m]['nrs']}" for m in _KFDAQ_NAMES) + ".",
+        table=_frame(rows_md, columns_md),
+        csv=_frame(rows_csv, columns_csv),
+        notes=[f"No `{m}` results." for m in _KFDAQ_NAMES if m not in summary.info],
+    )
+
+
+def _paper_003_cell(theirs) -> str:
+    if not theirs:
+        return _DASH
+    spread = "N/A" if theirs["spread"] is None else f"{theirs['spread']:.1f}"
+    return f"{theirs['mcr']:.1f} ± {spread} / {theirs['nrs']:.1f}"
+
+
+def _table1_with_kfdaq(summary: _Summary, mpkfda: str) -> _Section:
+    """Our Table 1 (test error ± s.d.) of KFDA, MPKFDA and the SVM with kFDA_q (sel. MCR)
+    beside them, and each sparse method's retained samples."""
+    methods = {"KFDA": "kfda", "MPKFDA": mpkfda, "SVM": "svm", "kFDA_1": "kfdaq1-mcr", "kFDA_0.5": "kfdaq0.5-mcr"}
+    datasets = [d for d in summary.datasets if any(summary.has(m, d) for m in methods.values())]
+    stats = {name: summary.of(method).reindex(datasets) for name, method in methods.items()}
+    rows_md, rows_csv = [], []
+    for d in datasets:
+        row_md, row_csv = [published.PAPER_NAMES_002.get(d, d)], [d]
+        for name in methods:
+            row = stats[name].loc[d]
+            row_md.append(f"{_fmt(row['err_mean'], '{:.4f}')} ± {_fmt(row['err_sd'], '{:.4f}')}"
+                          if _isnum(row["err_mean"]) else _DASH)
+            row_csv += [row["err_mean"], row["err_sd"]]
+            if name != "KFDA":
+                row_md.append(_fmt(row["k_used_mean"], "{:.1f}"))
+                row_csv.append(row["k_used_mean"])
+        rows_md.append(row_md)
+        rows_csv.append(row_csv)
+    if datasets:
+        mean_md, mean_csv = ["**Mean**"], ["Mean"]
+        for name in methods:
+            error, sd = _mean(stats[name]["err_mean"]), _mean(stats[name]["err_sd"])
+            mean_md.append(f"{_fmt(error, '{:.4f}')} ± {_fmt(sd, '{:.4f}')}")
+            mean_csv += [error, sd]
+            if name != "KFDA":
+                k = _mean(stats[name]["k_used_mean"])
+                mean_md.append(_fmt(k, "{:.1f}"))
+                mean_csv.append(k)
+        rows_md.append(mean_md)
+        rows_csv.append(mean_csv)
+    columns_md, columns_csv = ["Data set"], ["dataset"]
+    for name, method in methods.items():
+        columns_md.append(f"{name} error")
+        columns_csv += [f"{method}_error", f"{method}_sd"]
+        if name != "KFDA":
+            columns_md.append("k" if name in ("MPKFDA", "SVM") else "retained")
+            columns_csv.append(f"{method}_k_used")
+    missing = [name for name, method in methods.items() if method not in summary.info]
+    return _Section(
+        stem="table1_kfdaq",
+        title="Table 1 with kFDA_q: KFDA, MPKFDA, SVM and kFDA_q per data set",
+        text=f"Mean test error ± s.d. over the realisations; MPKFDA is `{mpkfda}` with its mean number of bases, "
+             "the SVM with its mean number of support vectors, kFDA_q (selected for least CV error) with its mean "
+             "number of retained samples. The Mean row averages each column over the data sets that have it.",
+        table=_frame(rows_md, columns_md),
+        csv=_frame(rows_csv, columns_csv),
+        notes=[f"No results of: {', '.join(missing)}." if missing else ""],
+    )
+
+
 def _counts_section(summary: _Summary) -> _Section:
     index = pd.MultiIndex.from_product([summary.methods, summary.datasets], names=["method", "dataset"])
     stats = summary.stats.reindex(index)
@@ -1009,7 +1129,7 @@ def _figures(results: ResultSet, summary: _Summary, fig_dir: Path, written: List
 
 
 def write_report(results_dir, out_dir=None, *, figures: bool = True, canonical_only: bool = False,
-                 mpkfda_method: str = MPKFDA_METHOD) -> List[Path]:
+                 mpkfda_method: str = MPKFDA_METHOD, also: Sequence = ()) -> List[Path]:
     """Write the tables (Markdown and CSV), the figures (PNG) and ``report.md``.
 
     Parameters
@@ -1026,6 +1146,10 @@ def write_report(results_dir, out_dir=None, *, figures: bool = True, canonical_o
         Report only the canonical IDA splits.
     mpkfda_method : str, default ``"optimal/schur/1"``
         The method shown as MPKFDA in the Table 1 comparison.
+    also : sequence of path-like, default ()
+        More results directories whose ``results.csv`` rows join the report's (a row of
+        ``results_dir`` wins over one of the same data set, method and realisation): e.g.
+        kFDA_q's runs, made with their own protocol settings, beside the main study.
 
     Returns
     -------
@@ -1047,6 +1171,12 @@ def write_report(results_dir, out_dir=None, *, figures: bool = True, canonical_o
     ('report.md', True)
     """
     results = load_results(results_dir, canonical_only=canonical_only)
+    for directory in also:
+        other = load_results(directory, canonical_only=canonical_only)
+        results.runs = pd.concat([results.runs, other.runs]).drop_duplicates(_KEY, keep="first").reset_index(drop=True)
+        results.notes += [f"`{directory}`: {note}" for note in other.notes]
+        results.notes.append(f"{len(other.runs)} result row(s) of `{directory}` joined these "
+                             f"({', '.join(sorted(set(other.runs['method'])))}).")
     out = Path(out_dir) if out_dir is not None else results.directory / "report"
     out.mkdir(parents=True, exist_ok=True)
     summary = _Summary(results.runs)
@@ -1054,7 +1184,7 @@ def write_report(results_dir, out_dir=None, *, figures: bool = True, canonical_o
 
     grid_sections, (long_name, long) = _grid_sections(summary)
     stage_sections = _stage_sections(summary)
-    table1_sections = _table1_sections(summary, mpkfda_method)
+    table1_sections = _table1_sections(summary, mpkfda_method) + _kfdaq_sections(summary, mpkfda_method)
     counts = _counts_section(summary)
     extra = [s for s in (_gamma_section(results), _paths_section(results, summary)) if s is not None]
     sections = grid_sections + stage_sections + table1_sections + [counts] + extra
@@ -1139,6 +1269,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--out", default=None, help="output directory (default: RESULTS_DIR/report)")
     parser.add_argument("--canonical-only", action="store_true", help="report only the canonical IDA splits")
     parser.add_argument("--no-figures", action="store_true", help="do not draw the PNG figures")
+    parser.add_argument("--also", nargs="+", default=[], metavar="DIR",
+                        help="more results directories whose rows join the report (e.g. a kFDA_q run)")
     parser.add_argument("--mpkfda", default=MPKFDA_METHOD,
                         help=f"method shown as MPKFDA in the Table 1 comparison (default: {MPKFDA_METHOD})")
     return parser
@@ -1150,7 +1282,8 @@ def run(args: argparse.Namespace) -> int:
         files = write_report(args.results_dir, getattr(args, "out", None),
                              figures=not getattr(args, "no_figures", False),
                              canonical_only=getattr(args, "canonical_only", False),
-                             mpkfda_method=getattr(args, "mpkfda", MPKFDA_METHOD))
+                             mpkfda_method=getattr(args, "mpkfda", MPKFDA_METHOD),
+                             also=getattr(args, "also", []))
     except FileNotFoundError as error:
         print(f"gkfda report: {error}", file=sys.stderr)
         return 2
