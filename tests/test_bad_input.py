@@ -675,8 +675,8 @@ def _refusal_in_a_child(code):
 
 
 def test_a_fit_beyond_the_address_space_limit_is_refused_not_aborted():
-    # Under RLIMIT_AS the free memory is no guide: the fit must be refused up front, where
-    # it used to be accepted and then abort the interpreter on a failed allocation.
+    # Under RLIMIT_AS the free memory is no guide: the fit must be refused up front, not
+    # accepted and then abort the interpreter on a failed allocation.
     printed = _refusal_in_a_child(
         "import resource, numpy as np\n"
         "resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))\n"
