@@ -2,9 +2,11 @@
 //!
 //! The Rust core: kernel matrices ([`kernel`]) and the greedy basis selection of
 //! Diethe (2015), Algorithm 1 ([`selection`]), with every selection criterion, deflation
-//! and stage count, in O(m²) per pick over a read-only kernel; and the temperatures of the
-//! models' probability calibration ([`calibration`]). It knows nothing of
-//! Python; the optional `python` feature adds the one binding module.
+//! and stage count, in O(m²) per pick over a read-only kernel; the matching-pursuit family
+//! (kernel matching pursuit, sparse kernel PCA and CCA) on one engine of general per-column
+//! statistics ([`pursuit`]); kFDA_q's majorize–minimize ([`parsimonious`]); and the
+//! temperatures of the models' probability calibration ([`calibration`]). It knows nothing
+//! of Python; the optional `python` feature adds the one binding module.
 //!
 //! ```
 //! use gkfda::{kernel, selection, Criterion, Deflation, GreedyParams, Kernel};
