@@ -3,7 +3,7 @@
 //! matching-pursuit family").
 //!
 //! A method is a score over per-column statistics of the current `K_t` plus a deflation.
-//! The statistics are general ([`Statistic`]): linear functionals `c'K_t[:, j]` for fixed
+//! The statistics are general (`Statistic`): linear functionals `c'K_t[:, j]` for fixed
 //! vectors `c`, diagonal-weighted quadratic forms `K_t[:, j]'M K_t[:, j]`, the diagonal
 //! `K_t[j, j]`, and the cross term `K_{x,t}[:, j]'K_{y,t}[:, j]` of two kernels. As in
 //! [`crate::selection`], `K_t = K_0 − Σ_r u_r v_r'` is never written: each pick forms its
