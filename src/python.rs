@@ -7,7 +7,7 @@ use crate::calibration;
 use crate::error::Error;
 use crate::kernel::{self, Kernel};
 use crate::parsimonious;
-use crate::pursuit::{self, FisherCriterion, Method, PursuitParams};
+use crate::pursuit::{self, Method, PursuitParams};
 use crate::real::Real;
 use crate::selection;
 use crate::simd;
@@ -540,17 +540,22 @@ type PursuitTuple<'py> = (
     usize,
 );
 
-/// The method of [`pursuit_select`] over `kernel` (and `second`), typed.
-#[allow(clippy::too_many_arguments)]
+/// What [`pursuit_select`] pursues, besides the kernel.
+struct PursuitInputs<'a, 'py> {
+    method: &'a str,
+    target: Option<&'a Bound<'py, PyAny>>,
+    second: Option<&'a Bound<'py, PyAny>>,
+    classes: Option<&'a [u32]>,
+    criterion: &'a str,
+    seed: u64,
+    signed: bool,
+}
+
+/// The pursuit of `inputs` over `kernel`, typed.
 fn pursue_typed<'py, F: Real + numpy::Element>(
     py: Python<'py>,
     kernel: PyReadonlyArray2<'py, F>,
-    method: &str,
-    target: Option<&Bound<'py, PyAny>>,
-    second: Option<&Bound<'py, PyAny>>,
-    classes: Option<&[u32]>,
-    criterion: &str,
-    signed: bool,
+    inputs: &PursuitInputs<'_, 'py>,
     params: &PursuitParams,
 ) -> PyResult<PursuitTuple<'py>> {
     let dtype = std::any::type_name::<F>();
@@ -559,10 +564,13 @@ fn pursue_typed<'py, F: Real + numpy::Element>(
             "{argument}: must be a NumPy array of the kernel's dtype ({dtype})"
         ))
     };
-    let target: Option<PyReadonlyArray1<'py, F>> = target
+    let method = inputs.method;
+    let target: Option<PyReadonlyArray1<'py, F>> = inputs
+        .target
         .map(|t| t.extract().map_err(|_| same_dtype("target")))
         .transpose()?;
-    let second: Option<PyReadonlyArray2<'py, F>> = second
+    let second: Option<PyReadonlyArray2<'py, F>> = inputs
+        .second
         .map(|t| t.extract().map_err(|_| same_dtype("second_kernel")))
         .transpose()?;
     let missing = |argument: &str| {
@@ -585,19 +593,12 @@ fn pursue_typed<'py, F: Real + numpy::Element>(
                 .as_ref()
                 .ok_or_else(|| missing("second_kernel"))?
                 .as_array(),
-            signed,
+            signed: inputs.signed,
         },
         "fisher" => Method::Fisher {
-            classes: classes.ok_or_else(|| missing("classes"))?,
-            criterion: match criterion {
-                "optimal" => FisherCriterion::Optimal,
-                "pseudo" => FisherCriterion::Pseudo,
-                other => {
-                    return Err(PyValueError::new_err(format!(
-                        "criterion: expected 'optimal' or 'pseudo', got {other:?}"
-                    )))
-                }
-            },
+            classes: inputs.classes.ok_or_else(|| missing("classes"))?,
+            criterion: inputs.criterion.parse()?,
+            seed: inputs.seed,
         },
         other => {
             return Err(PyValueError::new_err(format!(
@@ -624,12 +625,12 @@ fn pursue_typed<'py, F: Real + numpy::Element>(
 /// deflation), `"pca"` (sparse kernel PCA, pivoted-Cholesky deflation), `"correlation"`
 /// (sparse kernel CCA of `kernel` and `second_kernel`, the same samples in two views;
 /// `signed=False` ranks by the cosine's absolute value) or `"fisher"` (the KFDA
-/// `criterion`, `"optimal"` or `"pseudo"`, of the integer class codes `classes`, projection
-/// deflation). A column counts as explained when its guarded statistic falls to `tol` times
+/// `criterion` of the integer class codes `classes`, projection deflation; `random` draws
+/// its order from `seed` as `greedy_select` does). A column counts as explained when its guarded statistic falls to `tol` times
 /// its value in the kernel. Returns `(indices, scores, stopped_early, kernel_passes)`,
 /// `scores[s]` the score of pick `s` when it was made.
 #[pyfunction]
-#[pyo3(signature = (method, kernel, k, *, target=None, second_kernel=None, classes=None, criterion="optimal", signed=true, tol=None, n_threads=1))]
+#[pyo3(signature = (method, kernel, k, *, target=None, second_kernel=None, classes=None, criterion="optimal", seed=0, signed=true, tol=None, n_threads=1))]
 #[allow(clippy::too_many_arguments)]
 fn pursuit_select<'py>(
     py: Python<'py>,
@@ -640,6 +641,7 @@ fn pursuit_select<'py>(
     second_kernel: Option<&Bound<'py, PyAny>>,
     classes: Option<&Bound<'py, PyAny>>,
     criterion: &str,
+    seed: u64,
     signed: bool,
     tol: Option<f64>,
     n_threads: i64,
@@ -651,25 +653,20 @@ fn pursuit_select<'py>(
         n_threads: count(n_threads),
     };
     let classes = classes.map(class_codes).transpose()?;
-    let args = (
+    let inputs = PursuitInputs {
         method,
         target,
-        second_kernel,
-        classes.as_deref(),
+        second: second_kernel,
+        classes: classes.as_deref(),
         criterion,
+        seed,
         signed,
-    );
+    };
     if let Ok(k64) = kernel.extract::<PyReadonlyArray2<f64>>() {
-        let (method, target, second, classes, criterion, signed) = args;
-        return pursue_typed(
-            py, k64, method, target, second, classes, criterion, signed, &params,
-        );
+        return pursue_typed(py, k64, &inputs, &params);
     }
     if let Ok(k32) = kernel.extract::<PyReadonlyArray2<f32>>() {
-        let (method, target, second, classes, criterion, signed) = args;
-        return pursue_typed(
-            py, k32, method, target, second, classes, criterion, signed, &params,
-        );
+        return pursue_typed(py, k32, &inputs, &params);
     }
     Err(PyTypeError::new_err(
         "K: must be a 2-D float32 or float64 NumPy array",

@@ -6,8 +6,8 @@
 #![no_main]
 
 use arbitrary::{Result, Unstructured};
-use gkfda::pursuit::{pursue, FisherCriterion, Method, PursuitParams};
-use gkfda::Real;
+use gkfda::pursuit::{pursue, Method, PursuitParams};
+use gkfda::{Criterion, Real};
 use gkfda_fuzz::{kernel_values, one_in, real, Laid, Layout};
 use libfuzzer_sys::fuzz_target;
 use ndarray::Array2;
@@ -22,7 +22,7 @@ enum Inputs {
     Matching(Vec<f64>),
     Components,
     Correlation(Array2<f64>, bool),
-    Fisher(Vec<u32>, FisherCriterion),
+    Fisher(Vec<u32>, Criterion, u64),
 }
 
 fn layout(u: &mut Unstructured) -> Result<Layout> {
@@ -49,12 +49,7 @@ fn run(u: &mut Unstructured) -> Result<()> {
             let codes = (0..length)
                 .map(|_| u.int_in_range(0..=n_classes))
                 .collect::<Result<_>>()?;
-            let criterion = if u.arbitrary()? {
-                FisherCriterion::Optimal
-            } else {
-                FisherCriterion::Pseudo
-            };
-            Inputs::Fisher(codes, criterion)
+            Inputs::Fisher(codes, u.choose(&Criterion::ALL)?.0, u.arbitrary()?)
         }
     };
     let k = match u.int_in_range(0u8..=31)? {
@@ -103,9 +98,10 @@ fn check<F: Real>(
                 signed: *signed,
             }
         }
-        Inputs::Fisher(classes, criterion) => Method::Fisher {
+        Inputs::Fisher(classes, criterion, seed) => Method::Fisher {
             classes,
             criterion: *criterion,
+            seed: *seed,
         },
     };
     let Ok(pursuit) = pursue(kernel.view(), &method, params) else {

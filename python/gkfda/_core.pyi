@@ -40,6 +40,7 @@ def pursuit_select(
     second_kernel: Optional[npt.NDArray[np.floating]] = None,
     classes: Optional[npt.NDArray[Union[np.int64, np.int32]]] = None,
     criterion: str = "optimal",
+    seed: int = 0,
     signed: bool = True,
     tol: Optional[float] = None,
     n_threads: int = 1,
@@ -50,8 +51,9 @@ def pursuit_select(
     kernel's dtype; projection deflation), ``"pca"`` (sparse kernel PCA; pivoted-Cholesky
     deflation), ``"correlation"`` (sparse kernel CCA of ``kernel`` and ``second_kernel``, the
     same samples in two views; ``signed=False`` ranks by the cosine's absolute value) or
-    ``"fisher"`` (the KFDA ``criterion``, ``"optimal"`` or ``"pseudo"``, of the integer class
-    codes ``classes``; projection deflation). Returns ``(indices, scores, stopped_early,
+    ``"fisher"`` (the KFDA ``criterion``, any of ``CRITERIA``, of the integer class codes
+    ``classes``; projection deflation; ``random`` draws its order from ``seed`` as
+    ``greedy_select`` does). Returns ``(indices, scores, stopped_early,
     kernel_passes)``, ``scores[s]`` the score of pick ``s`` when it was made (for ``"pca"``
     the reconstruction residual it removed).
     """

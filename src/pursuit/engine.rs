@@ -219,7 +219,7 @@ impl<'a, F: Real> PursuitEngine<'a, F> {
             let Some(score) = self
                 .spec
                 .score
-                .of(&values, &initial, self.tol)
+                .of(j, &values, &initial, self.tol)
                 .filter(|score| !score.is_nan())
             else {
                 continue;

@@ -17,8 +17,8 @@
 //! | `Correlation` (SKCCA)| `K_{x,t}e_j'K_{y,t}e_j / (‖·‖‖·‖)`   | projection, per view   |
 //! | `Fisher` (MPKFDA)    | the Fisher criteria of the classes  | projection             |
 //!
-//! `Fisher` is MPKFDA's `optimal` and `pseudo` criteria with projection deflation written
-//! as instances of the general statistics (class-indicator functionals and the `D`-weighted
+//! `Fisher` is MPKFDA's five criteria with projection deflation written as instances of
+//! the general statistics (class-indicator functionals and the `D`-weighted
 //! quadratic form): it picks as [`crate::selection::select_classes`] does, which keeps its
 //! own implementation of the same statistics for the speed of its fused, class-split passes
 //! and its other deflations and stages.
@@ -26,6 +26,7 @@
 mod engine;
 
 use crate::error::{Error, Result};
+use crate::params::Criterion;
 use crate::real::Real;
 use engine::PursuitEngine;
 use ndarray::ArrayView2;
@@ -49,15 +50,6 @@ pub struct Pursuit {
     pub kernel_passes: usize,
 }
 
-/// The criteria of [`Method::Fisher`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FisherCriterion {
-    /// The between-class over the within-class scatter of the column.
-    Optimal,
-    /// The between-class scatter alone.
-    Pseudo,
-}
-
 /// What to pursue over the kernel `K_0` given to [`pursue`].
 #[derive(Debug, Clone)]
 pub enum Method<'a, F> {
@@ -74,11 +66,13 @@ pub enum Method<'a, F> {
         second: ArrayView2<'a, F>,
         signed: bool,
     },
-    /// MPKFDA's criteria over the classes `classes` (codes `0..C`, every class present,
-    /// `C ≥ 2`), projection deflation.
+    /// MPKFDA's `criterion` over the classes `classes` (codes `0..C`, every class present,
+    /// `C ≥ 2`), projection deflation; [`Criterion::Random`]'s priority order is
+    /// [`crate::selection::random_order`]`(m, seed)`, as the selection draws it.
     Fisher {
         classes: &'a [u32],
-        criterion: FisherCriterion,
+        criterion: Criterion,
+        seed: u64,
     },
 }
 
@@ -195,11 +189,13 @@ pub(crate) enum Score<F> {
     /// `q_x` and `q_y`.
     Correlation { signed: bool },
     /// Of `[s_0, …, s_{C−1}, d]`: the numerator `Σ_{c<c'} (s_c − s_c')²` over
-    /// `d − Σ_c ratio_c s_c²` (`ratio_c = w_c/m_c`), or the numerator alone; guards `d`,
-    /// and for `optimal` the denominator against the same threshold.
+    /// `d − Σ_c ratio_c s_c²` (`ratio_c = w_c/m_c`), the numerator alone, either negated
+    /// (the `reverse` criteria), or `−rank[j]` (`random`); guards `d`, and for `optimal` and
+    /// `reverse` the denominator against the same threshold.
     Fisher {
-        criterion: FisherCriterion,
+        criterion: Criterion,
         ratios: Vec<F>,
+        rank: Vec<usize>,
     },
 }
 
@@ -249,7 +245,11 @@ impl<F: Real> Spec<F> {
                 views: 2,
                 score: Score::Correlation { signed: *signed },
             },
-            Method::Fisher { classes, criterion } => {
+            Method::Fisher {
+                classes,
+                criterion,
+                seed,
+            } => {
                 let n_classes = classes.iter().max().map_or(0, |&c| c as usize + 1);
                 let mut counts = vec![0usize; n_classes];
                 classes.iter().for_each(|&c| counts[c as usize] += 1);
@@ -285,6 +285,7 @@ impl<F: Real> Spec<F> {
                     score: Score::Fisher {
                         criterion: *criterion,
                         ratios,
+                        rank: priority_ranks(*criterion, m, *seed),
                     },
                 }
             }
@@ -293,9 +294,9 @@ impl<F: Real> Spec<F> {
 }
 
 impl<F: Real> Score<F> {
-    /// The score of a column whose statistics are `values` (initially `initial`), or
+    /// The score of column `j`, whose statistics are `values` (initially `initial`), or
     /// `None` when it is not admissible.
-    pub(crate) fn of(&self, values: &[F], initial: &[F], tol: F) -> Option<F> {
+    pub(crate) fn of(&self, j: usize, values: &[F], initial: &[F], tol: F) -> Option<F> {
         let above = |s: usize| values[s] > tol * initial[s];
         match self {
             Score::Matching => above(1).then(|| values[0].abs() / values[1].sqrt()),
@@ -308,30 +309,56 @@ impl<F: Real> Score<F> {
                     cosine.abs()
                 }
             }),
-            Score::Fisher { criterion, ratios } => {
+            Score::Fisher {
+                criterion,
+                ratios,
+                rank,
+            } => {
                 let n_classes = ratios.len();
                 let d = n_classes;
                 if !above(d) {
                     return None;
+                }
+                if *criterion == Criterion::Random {
+                    return Some(-F::from_f64(rank[j] as f64));
                 }
                 let sums = &values[..n_classes];
                 let mean = sums.iter().copied().sum::<F>() / F::from_f64(n_classes as f64);
                 let spread: F = sums.iter().map(|&s| (s - mean) * (s - mean)).sum();
                 // `Σ_{c<c'} (s_c − s_c')² = C Σ_c (s_c − s̄)²`.
                 let numerator = F::from_f64(n_classes as f64) * spread;
+                let ratio = || {
+                    let within = sums
+                        .iter()
+                        .zip(ratios)
+                        .fold(values[d], |rest, (&s, &ratio)| rest - ratio * s * s);
+                    (within > tol * initial[d]).then(|| numerator / within)
+                };
                 match criterion {
-                    FisherCriterion::Pseudo => Some(numerator),
-                    FisherCriterion::Optimal => {
-                        let within = sums
-                            .iter()
-                            .zip(ratios)
-                            .fold(values[d], |rest, (&s, &ratio)| rest - ratio * s * s);
-                        (within > tol * initial[d]).then(|| numerator / within)
-                    }
+                    Criterion::Optimal => ratio(),
+                    Criterion::Reverse => ratio().map(|r| -r),
+                    Criterion::Pseudo => Some(numerator),
+                    Criterion::ReversePseudo => Some(-numerator),
+                    Criterion::Random => unreachable!("scored above"),
                 }
             }
         }
     }
+}
+
+/// Each column's place in [`Criterion::Random`]'s priority order (empty for the others).
+fn priority_ranks(criterion: Criterion, m: usize, seed: u64) -> Vec<usize> {
+    if criterion != Criterion::Random {
+        return Vec::new();
+    }
+    let mut rank = vec![0; m];
+    for (position, i) in crate::selection::random_order(m, seed)
+        .into_iter()
+        .enumerate()
+    {
+        rank[i] = position;
+    }
+    rank
 }
 
 /// The data of a square kernel, in either memory order (a symmetric matrix reads the

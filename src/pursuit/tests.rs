@@ -190,7 +190,7 @@ fn components_scores_are_the_drops_of_the_trace() {
 }
 
 #[test]
-fn fisher_picks_as_the_selection_engine_with_projection() {
+fn every_fisher_criterion_picks_as_the_selection_engine_with_projection() {
     for (m, n_classes, seed) in [(90, 2, 5), (120, 3, 6), (150, 5, 7)] {
         let (kernel, _) = rbf_problem(m, 3, 0.8, seed);
         let mut uniform = uniform_stream(seed + 100);
@@ -198,16 +198,14 @@ fn fisher_picks_as_the_selection_engine_with_projection() {
         for j in (1..m).rev() {
             classes.swap(j, (uniform() * (j + 1) as f64) as usize % (j + 1));
         }
-        for (criterion, name) in [
-            (FisherCriterion::Optimal, Criterion::Optimal),
-            (FisherCriterion::Pseudo, Criterion::Pseudo),
-        ] {
+        for &(criterion, _) in &Criterion::ALL {
             let k = 20;
             let got = pursue(
                 kernel.view(),
                 &Method::Fisher {
                     classes: &classes,
                     criterion,
+                    seed: seed + 3,
                 },
                 &PursuitParams {
                     k,
@@ -220,13 +218,17 @@ fn fisher_picks_as_the_selection_engine_with_projection() {
                 &classes,
                 &GreedyParams {
                     k,
-                    criterion: name,
+                    criterion,
                     deflation: FamilyDeflation::Projection,
+                    seed: seed + 3,
                     ..GreedyParams::default()
                 },
             )
             .unwrap();
-            assert_eq!(got.indices, selection.indices, "C={n_classes} {name:?}");
+            assert_eq!(
+                got.indices, selection.indices,
+                "C={n_classes} {criterion:?}"
+            );
         }
     }
 }
@@ -303,7 +305,8 @@ fn bad_input_names_the_argument() {
     let one_class = vec![0u32; 10];
     let fisher = Method::Fisher {
         classes: &one_class,
-        criterion: FisherCriterion::Optimal,
+        criterion: Criterion::Optimal,
+        seed: 0,
     };
     assert_eq!(argument(pursue(kernel.view(), &fisher, &params)), "y");
     let rectangle = Array2::<f64>::zeros((3, 4));
