@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 import numpy as np
+from sklearn.utils.multiclass import check_classification_targets
 
 from . import _core
 
@@ -190,3 +191,15 @@ def check_precomputed_kernel(K: np.ndarray, argument: str = "X") -> None:
             f"{argument}: a precomputed kernel must be positive semi-definite; "
             f"K[{i},{j}]² > K[{i},{i}]·K[{j},{j}]"
         )
+
+
+def encoded_classes(y):
+    """``(classes, codes)`` of classification labels ``y``, at least two classes."""
+    try:
+        check_classification_targets(y)
+    except ValueError as error:
+        raise ValueError(f"y: {error}") from error
+    classes, codes = np.unique(y, return_inverse=True)
+    if len(classes) < 2:
+        raise ValueError(f"y: needs samples of at least two classes, got 1 class ({classes[0]!r})")
+    return classes, codes

@@ -11,7 +11,6 @@ from scipy.special import expit, log_expit, log_softmax, logsumexp, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Options, StrOptions, validate_parameter_constraints
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from . import _core
@@ -31,7 +30,7 @@ from ._kernels import (
 )
 from ._model import fit_discriminant, one_blas_thread
 from .bounds import FeatureMoments, GeneralisationBound, _check_delta, _check_radius, _check_variant, fisher_discriminant_bound
-from ._validation import check_fit_fits, check_precomputed_kernel, checked_priors, thread_count
+from ._validation import check_fit_fits, check_precomputed_kernel, checked_priors, encoded_classes, thread_count
 
 DTYPES = ("float64", "float32")
 MULTICLASS = ("shared", "ovr")
@@ -809,18 +808,6 @@ def ovr_probabilities(log_odds, log=False):
         return log_probabilities - logsumexp(log_probabilities, axis=-1, keepdims=True)
     probabilities = np.exp(log_probabilities - log_probabilities.max(axis=-1, keepdims=True))
     return probabilities / probabilities.sum(axis=-1, keepdims=True)
-
-
-def encoded_classes(y):
-    """``(classes, codes)`` of classification labels ``y``, at least two classes."""
-    try:
-        check_classification_targets(y)
-    except ValueError as error:
-        raise ValueError(f"y: {error}") from error
-    classes, codes = np.unique(y, return_inverse=True)
-    if len(classes) < 2:
-        raise ValueError(f"y: needs samples of at least two classes, got 1 class ({classes[0]!r})")
-    return classes, codes
 
 
 class _IndexedRows:

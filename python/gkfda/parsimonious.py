@@ -23,12 +23,12 @@ from sklearn.utils.validation import check_is_fitted
 from . import _core
 from ._core import KERNELS
 from ._model import _SCORE_SHRINKAGE, _smoothed_targets, one_blas_thread
-from ._validation import check_fit_fits, checked_priors, thread_count
+from ._validation import check_fit_fits, checked_priors, encoded_classes, thread_count
 from ._kernels import (
     _LARGEST_DEGREE, _LARGEST_THREADS, _count, _Number, kernel_between, precomputed_columns,
     precomputed_training_kernel, resolve_gamma, validate_input,
 )
-from .estimator import encoded_classes, ovr_probabilities
+from .estimator import ovr_probabilities
 
 #: A coefficient below this fraction of the largest is dropped from the MM solve for good.
 #: Its ridge multiplier ``|ω|^{q-2}`` is then above ``10^{12(2-q)}`` times the largest one's,

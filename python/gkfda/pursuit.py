@@ -34,7 +34,7 @@ from scipy.linalg import cholesky, eigh, solve_triangular, svd
 from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin, _fit_context
 from sklearn.utils import Bunch, check_random_state
 from sklearn.utils._param_validation import Options, StrOptions, validate_params
-from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
 
 from . import _core
@@ -50,7 +50,7 @@ from ._kernels import (
     resolve_gamma,
     validate_input,
 )
-from ._validation import check_fit_fits, thread_count
+from ._validation import check_fit_fits, encoded_classes, thread_count
 
 __all__ = [
     "KernelMatchingPursuit",
@@ -887,13 +887,7 @@ def _float_target(y):
 
 def _class_labels(y):
     """Class labels as the engine takes them: booleans for two classes, else codes ``0..C-1``."""
-    try:
-        check_classification_targets(y)
-    except ValueError as error:
-        raise ValueError(f"y: {error}") from error
-    classes, codes = np.unique(y, return_inverse=True)
-    if len(classes) < 2:
-        raise ValueError(f"y: needs samples of at least two classes, got 1 class ({classes[0]!r})")
+    classes, codes = encoded_classes(y)
     return np.ascontiguousarray(codes == 1 if len(classes) == 2 else codes.astype(np.int64))
 
 

@@ -354,10 +354,10 @@ impl<'a, F: Real> PursuitEngine<'a, F> {
                     let (h, scale) = match weights {
                         // `K_t'u`, and `u'u = 1` for projection's unit `u`.
                         None => (&deflated[*view][0], dot(u, u)),
-                        Some(w) => {
+                        // `Wu` is the right-hand side the pass took at `slot`.
+                        Some(_) => {
                             let slot = weighted_slot[s].unwrap_or(0);
-                            let mu: Vec<F> = u.iter().zip(w).map(|(&u, &w)| u * w).collect();
-                            (&deflated[*view][slot], dot(u, &mu))
+                            (&deflated[*view][slot], dot(u, &rhs[*view][slot]))
                         }
                     };
                     let two = F::from_f64(2.0);
