@@ -17,6 +17,17 @@ pub enum Error {
     /// the binding raises the exception of the signal handler that asked for it.
     #[error("stopped on request before the end")]
     Interrupted,
+    /// A model file could not be read (maps to `OSError`).
+    #[error("{path}: {message}")]
+    Io { path: String, message: String },
+    /// A model file's bytes are not a valid model: the message names what is wrong
+    /// (maps to `ValueError`).
+    #[error("invalid model file: {0}")]
+    InvalidModel(String),
+    /// The model does not do what was asked of it, e.g. `predict_proba` of a regressor
+    /// (maps to `TypeError`).
+    #[error("{0}")]
+    Unsupported(String),
 }
 
 /// Result alias of the core.

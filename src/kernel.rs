@@ -140,7 +140,7 @@ impl Kernel {
 
     /// [`Kernel::validate`], and a `gamma` that `F` can hold: a float32 `gamma` beyond
     /// `f32::MAX` would be infinite, and `∞ · 0` a NaN kernel value at distance 0.
-    fn validate_for<F: Real>(&self) -> Result<()> {
+    pub(crate) fn validate_for<F: Real>(&self) -> Result<()> {
         self.validate()?;
         match *self {
             Kernel::Rbf { gamma } | Kernel::Poly { gamma, .. }
@@ -314,12 +314,63 @@ pub fn cross_with_stop<F: Real>(
             ),
         ));
     }
-    let mut out = allocate::<F>(x.nrows(), z.nrows())?;
-    let centre = rbf_centre(z, kernel);
-    let x = for_blocks(x, kernel, centre.as_deref());
-    let z = for_blocks(z, kernel, centre.as_deref());
-    let (x, z) = (x.view(), z.view());
-    let (norms_x, norms_z) = (squared_norms(x), squared_norms(z));
+    cross_prepared(x, &Bases::new(z, kernel), kernel, n_threads, stop)
+}
+
+/// A set of points on the right of a cross kernel or expansion, as its blocks see them:
+/// moved by the RBF centre in float32 (see `for_blocks`), with their squared norms. Made
+/// once, it saves a model the O(k·d) of both per prediction; the values are those
+/// [`cross`] and [`expansion`] compute, bit for bit.
+#[derive(Debug, Clone)]
+pub(crate) struct Bases<F> {
+    points: Array2<F>,
+    centre: Option<Vec<f64>>,
+    norms: Vec<F>,
+}
+
+impl<F: Real> Bases<F> {
+    pub(crate) fn new(points: ArrayView2<F>, kernel: &Kernel) -> Self {
+        let centre = rbf_centre(points, kernel);
+        let points = for_blocks(points, kernel, centre.as_deref()).into_owned();
+        let norms = squared_norms(points.view());
+        Bases {
+            points,
+            centre,
+            norms,
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.points.nrows()
+    }
+
+    /// The points as the blocks see them (moved by the centre, if any).
+    pub(crate) fn points(&self) -> ArrayView2<'_, F> {
+        self.points.view()
+    }
+
+    pub(crate) fn centre(&self) -> Option<&[f64]> {
+        self.centre.as_deref()
+    }
+
+    pub(crate) fn norms(&self) -> &[F] {
+        &self.norms
+    }
+}
+
+/// [`cross_with_stop`] against prepared bases; `x` has their number of features.
+pub(crate) fn cross_prepared<F: Real>(
+    x: ArrayView2<F>,
+    bases: &Bases<F>,
+    kernel: &Kernel,
+    n_threads: usize,
+    stop: &AtomicBool,
+) -> Result<Array2<F>> {
+    kernel.validate_for::<F>()?;
+    let mut out = allocate::<F>(x.nrows(), bases.len())?;
+    let x = for_blocks(x, kernel, bases.centre());
+    let (x, z) = (x.view(), bases.points());
+    let (norms_x, norms_z) = (squared_norms(x), bases.norms());
     let work = |b: usize, mut block: ArrayViewMut2<F>| {
         let rows = b * KERNEL_BLOCK_ROWS..b * KERNEL_BLOCK_ROWS + block.nrows();
         // ndarray's GEMM here, not faer's: a row's values must not depend on the rows
@@ -332,7 +383,7 @@ pub fn cross_with_stop<F: Real>(
             F::zero(),
             &mut block,
         );
-        kernel.map_block(block, &norms_x[rows], &norms_z);
+        kernel.map_block(block, &norms_x[rows], norms_z);
     };
     for_each_row_block(&mut out, n_threads, stop, work)?;
     Ok(out)
@@ -389,22 +440,44 @@ pub fn expansion_with_stop<F: Real>(
             ),
         ));
     }
+    expansion_prepared(
+        x,
+        &Bases::new(basis, kernel),
+        weights,
+        bias,
+        kernel,
+        n_threads,
+        stop,
+    )
+}
+
+/// [`expansion_with_stop`] against prepared bases; `x` has their number of features and
+/// `weights` is `bases × bias.len()`.
+pub(crate) fn expansion_prepared<F: Real>(
+    x: ArrayView2<F>,
+    bases: &Bases<F>,
+    weights: ArrayView2<f64>,
+    bias: &[f64],
+    kernel: &Kernel,
+    n_threads: usize,
+    stop: &AtomicBool,
+) -> Result<Array2<f64>> {
+    kernel.validate_for::<F>()?;
+    let (k, classes) = weights.dim();
     let n = x.nrows();
     let buffer = try_zeroed::<f64>(n.saturating_mul(classes), "the decision values")?;
     let mut out = Array2::from_shape_vec((n, classes), buffer).expect("length matches shape");
-    let centre = rbf_centre(basis, kernel);
-    let x = for_blocks(x, kernel, centre.as_deref());
-    let basis = for_blocks(basis, kernel, centre.as_deref());
-    let (x, basis) = (x.view(), basis.view());
-    let norms_basis = squared_norms(basis);
+    let x = for_blocks(x, kernel, bases.centre());
+    let (x, basis) = (x.view(), bases.points());
+    let norms_basis = bases.norms();
     let bias_row = ndarray::ArrayView1::from(bias);
     let work = |b: usize, mut out_block: ArrayViewMut2<f64>| {
         let rows = b * KERNEL_BLOCK_ROWS..b * KERNEL_BLOCK_ROWS + out_block.nrows();
         let x_block = x.slice(s![rows, ..]);
         let mut values = Array2::<F>::zeros((x_block.nrows(), k));
-        // ndarray's GEMMs, as in `cross_with_stop`: batch-invariant predictions.
+        // ndarray's GEMMs, as in `cross_prepared`: batch-invariant predictions.
         general_mat_mul(F::one(), &x_block, &basis.t(), F::zero(), &mut values);
-        kernel.map_block(values.view_mut(), &squared_norms(x_block), &norms_basis);
+        kernel.map_block(values.view_mut(), &squared_norms(x_block), norms_basis);
         // The weights are f64 whatever F: the sums run in f64, by a GEMM of the block
         // (f32 values widened first; f64 ones used as they are).
         out_block.assign(&bias_row);

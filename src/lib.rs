@@ -30,8 +30,10 @@ extern crate self as gkfda;
 mod test_common;
 
 pub mod calibration;
+pub mod capi;
 pub mod error;
 pub mod kernel;
+pub mod model;
 mod params;
 pub mod parsimonious;
 pub mod passes;
@@ -47,6 +49,7 @@ mod python;
 
 pub use error::{Error, Result};
 pub use kernel::Kernel;
+pub use model::{Model, Task};
 pub use params::{Criterion, Deflation, GreedyParams};
 pub use real::Real;
 pub use selection::Selection;

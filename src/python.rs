@@ -16,7 +16,7 @@ use numpy::{
     IntoPyArray, PyArray1, PyArray2, PyArray3, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
     PyReadonlyArray3,
 };
-use pyo3::exceptions::{PyKeyboardInterrupt, PyMemoryError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyMemoryError, PyOSError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -35,6 +35,9 @@ impl From<Error> for PyErr {
             Error::OutOfMemory { .. } => PyMemoryError::new_err(error.to_string()),
             // Only reached if the stop flag was raised without a handler's exception.
             Error::Interrupted => PyKeyboardInterrupt::new_err(error.to_string()),
+            Error::Io { .. } => PyOSError::new_err(error.to_string()),
+            Error::InvalidModel(_) => PyValueError::new_err(error.to_string()),
+            Error::Unsupported(_) => PyTypeError::new_err(error.to_string()),
         }
     }
 }
