@@ -32,6 +32,7 @@ mod test_common;
 pub mod calibration;
 pub mod error;
 pub mod kernel;
+pub mod link;
 mod params;
 pub mod parsimonious;
 pub mod passes;
@@ -47,6 +48,7 @@ mod python;
 
 pub use error::{Error, Result};
 pub use kernel::Kernel;
+pub use link::Link;
 pub use params::{Criterion, Deflation, GreedyParams};
 pub use real::Real;
 pub use selection::Selection;
