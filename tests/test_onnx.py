@@ -233,3 +233,13 @@ def test_model_without_bases():
         model = GreedyKFDA(k=5, gamma=1e-30).fit(X, y)
     assert model.k_ == 0
     check_classifier(model, X_test, np.float64)
+
+
+@pytest.mark.parametrize("target_opset", [9, 13, None])
+def test_target_opsets(target_opset):
+    X, y, X_test = classification(3)
+    for model in (GreedyKFDA(k=10, multiclass="ovr", **KERNEL_PARAMS["poly"]), GreedyKFDA(k=10, gamma=0.3)):
+        onx = to_onnx(model.fit(X, y), X_test[:1], target_opset=target_opset)
+        if target_opset is not None:
+            assert onx.opset_import[0].version <= target_opset
+        np.testing.assert_allclose(run(onx, X_test)["probabilities"], model.predict_proba(X_test), atol=1e-9)

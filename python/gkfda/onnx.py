@@ -8,8 +8,8 @@ with the same converter. It needs the ``onnx`` extra: ``pip install 'gkfda[onnx]
 Every estimator predicts through one kernel expansion (``docs/model-format.md``), and
 the graph computes exactly that, in the dtype of the input: the kernel against the
 bases, a matrix product with the weights, and the link. It uses core ONNX operators
-only (no ``ai.onnx.ml`` domain, no ZipMap, no loop), so that runtimes that implement
-only the core operator set (ONNX Runtime; tract) can run it:
+only (no ``ai.onnx.ml`` domain, no ZipMap, no loop), so that any runtime of the core
+operator set can run it (ONNX Runtime is tested; see ``docs/serving-onnx.md``):
 
 ======================  ===========================================================
 estimator               outputs
