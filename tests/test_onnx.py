@@ -243,3 +243,19 @@ def test_target_opsets(target_opset):
         if target_opset is not None:
             assert onx.opset_import[0].version <= target_opset
         np.testing.assert_allclose(run(onx, X_test)["probabilities"], model.predict_proba(X_test), atol=1e-9)
+
+
+@pytest.mark.parametrize("lean", [False, True], ids=["full", "lean"])
+def test_loaded_models(tmp_path, lean):
+    if not hasattr(gkfda, "load"):
+        pytest.skip("gkfda.save and gkfda.load are not in this version")
+    X, y, X_test = classification(3)
+    cases = [
+        (GreedyKFDA(k=10, gamma=0.3, multiclass="ovr").fit(X, y), "probabilities", "predict_proba"),
+        (SparseKernelPCA(n_components=6).fit(X), "variable", "transform"),
+    ]
+    for model, output, method in cases:
+        gkfda.save(model, tmp_path / "model.gkfda", lean=lean)
+        loaded = gkfda.load(tmp_path / "model.gkfda")
+        outputs = run(to_onnx(loaded, X_test[:1]), X_test)
+        np.testing.assert_allclose(outputs[output], getattr(model, method)(X_test), rtol=0, atol=1e-9)

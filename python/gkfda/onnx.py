@@ -134,13 +134,9 @@ def _predictor(estimator) -> _Predictor:
         "coef0": float(estimator.coef0),
     }
     if isinstance(estimator, GreedyKFDA):
-        if estimator._shared_multiclass():
-            link = "softmax"
-        else:
-            link = "logistic" if estimator._expansion_weights.shape[1] == 1 else "ovr"
         predictor = _Predictor(
             **kernel, points=estimator._union_points, weights=estimator._expansion_weights,
-            bias=estimator._expansion_bias, link=link, classes=estimator.classes_,
+            bias=estimator._expansion_bias, link=estimator._link(), classes=estimator.classes_,
         )
     elif isinstance(estimator, ParsimoniousKFDA):
         predictor = _Predictor(
@@ -230,10 +226,8 @@ def _calculate_shapes(operator):
         label_type, _ = _label_type(model.classes_)
         operator.outputs[0].type = label_type([n])
         operator.outputs[1].type = input_type([n, len(model.classes_)])
-    elif isinstance(estimator, KernelMatchingPursuit):
-        operator.outputs[0].type = input_type([n, 1])
     else:
-        operator.outputs[0].type = input_type([n, estimator.n_components_])
+        operator.outputs[0].type = input_type([n, _predictor(estimator).weights.shape[1]])
 
 
 def _convert(scope, operator, container):
