@@ -33,6 +33,7 @@ pub mod calibration;
 pub mod capi;
 pub mod error;
 pub mod kernel;
+pub mod link;
 pub mod model;
 mod params;
 pub mod parsimonious;
@@ -49,6 +50,7 @@ mod python;
 
 pub use error::{Error, Result};
 pub use kernel::Kernel;
+pub use link::Link;
 pub use model::{Model, Task};
 pub use params::{Criterion, Deflation, GreedyParams};
 pub use real::Real;

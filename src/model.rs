@@ -28,6 +28,7 @@
 
 use crate::error::{Error, Result};
 use crate::kernel::{self, Bases, Kernel};
+use crate::link::Link;
 use crate::real::Real;
 use ndarray::{Array2, ArrayView2};
 use safetensors::tensor::TensorView;
@@ -61,19 +62,6 @@ pub enum Task {
     Regressor,
     /// Features ([`Model::transform`]).
     Transformer,
-}
-
-/// How the outputs `z` become probabilities (step 6 of the specification).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Link {
-    /// One output, the log-odds of the second class.
-    Logistic,
-    /// One output per class, log-probabilities up to a constant.
-    Softmax,
-    /// One output per class, its log-odds against the rest.
-    Ovr,
-    /// No probabilities: `z` is the result (regressors and transformers).
-    Identity,
 }
 
 /// The floating-point type of a model's kernel values (`dtype`).
@@ -568,61 +556,8 @@ impl Model {
 
     /// Step 6 for every row of `z`, row-major `n × n_classes`.
     fn probabilities(&self, z: &Array2<f64>) -> Vec<f64> {
-        let mut out = Vec::with_capacity(z.nrows() * self.n_classes());
-        for row in z.rows() {
-            match self.link {
-                Link::Logistic => {
-                    let positive = expit(row[0]);
-                    out.extend([1.0 - positive, positive]);
-                }
-                Link::Softmax => {
-                    let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                    let start = out.len();
-                    out.extend(row.iter().map(|&v| (v - max).exp()));
-                    normalise(&mut out[start..]);
-                }
-                Link::Ovr => {
-                    let start = out.len();
-                    out.extend(row.iter().map(|&v| log_expit(v)));
-                    let max = out[start..]
-                        .iter()
-                        .copied()
-                        .fold(f64::NEG_INFINITY, f64::max);
-                    for p in &mut out[start..] {
-                        *p = (*p - max).exp();
-                    }
-                    normalise(&mut out[start..]);
-                }
-                Link::Identity => unreachable!("classifiers have a probability link"),
-            }
-        }
-        out
-    }
-}
-
-fn normalise(values: &mut [f64]) {
-    let sum: f64 = values.iter().sum();
-    for v in values {
-        *v /= sum;
-    }
-}
-
-/// `σ(z) = 1/(1 + e^{−z})`, without overflow for either sign.
-fn expit(z: f64) -> f64 {
-    if z >= 0.0 {
-        1.0 / (1.0 + (-z).exp())
-    } else {
-        let e = z.exp();
-        e / (1.0 + e)
-    }
-}
-
-/// `log σ(z)`, without underflow to `−∞` (SciPy's `log_expit`).
-fn log_expit(z: f64) -> f64 {
-    if z < 0.0 {
-        z - z.exp().ln_1p()
-    } else {
-        -(-z).exp().ln_1p()
+        let values = z.as_slice().expect("standard layout");
+        self.link.apply_rows(values, self.n_outputs)
     }
 }
 

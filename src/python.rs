@@ -6,12 +6,14 @@
 use crate::calibration;
 use crate::error::Error;
 use crate::kernel::{self, Kernel};
+use crate::link::Link;
 use crate::parsimonious;
 use crate::pursuit::{self, Method, PursuitParams};
 use crate::real::Real;
 use crate::selection;
 use crate::simd;
 use crate::{Criterion, Deflation, GreedyParams};
+use ndarray::Array2;
 use numpy::{
     IntoPyArray, PyArray1, PyArray2, PyArray3, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
     PyReadonlyArray3,
@@ -173,6 +175,7 @@ fn kernel_matrix<'py>(
     ))
 }
 
+#[allow(clippy::too_many_arguments)]
 fn expansion_typed<'py, F: Real + numpy::Element>(
     py: Python<'py>,
     x: PyReadonlyArray2<'py, F>,
@@ -180,11 +183,18 @@ fn expansion_typed<'py, F: Real + numpy::Element>(
     weights: PyReadonlyArray2<'py, f64>,
     bias: PyReadonlyArray1<'py, f64>,
     kernel: Kernel,
+    link: Link,
     n_threads: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
     let (x, basis, weights) = (x.as_array(), basis.as_array(), weights.as_array());
+    // Checked here rather than in NumPy: one pass over the rows costs less than a second
+    // call into NumPy for a one-row prediction.
+    if !x.iter().all(|value| value.as_f64().is_finite()) {
+        return Err(PyValueError::new_err("X: contains NaN or infinity"));
+    }
     let bias = bias.as_array().to_vec();
-    // One-row calls are too short to be worth releasing the GIL.
+    // One-row calls are too short to be worth releasing the GIL (the estimators skip their
+    // thread-count look-up up to the same size: `_ONE_THREAD_ROWS`).
     let result = if x.nrows() <= 64 {
         kernel::expansion(x, basis, weights, &bias, &kernel, 1)?
     } else {
@@ -192,12 +202,23 @@ fn expansion_typed<'py, F: Real + numpy::Element>(
             kernel::expansion_with_stop(x, basis, weights, &bias, &kernel, n_threads, stop)
         })?
     };
-    Ok(result.into_pyarray(py).into_any())
+    if link == Link::Identity {
+        return Ok(result.into_pyarray(py).into_any());
+    }
+    let (rows, outputs) = result.dim();
+    let values = result.as_slice().expect("a new array is contiguous");
+    let probabilities = Array2::from_shape_vec(
+        (rows, link.width(outputs)),
+        link.apply_rows(values, outputs),
+    )
+    .expect("the link gives width values a row");
+    Ok(probabilities.into_pyarray(py).into_any())
 }
 
-/// Decision values `Σ_j weights[j, c] κ(x, basis_j) + bias[c]` of fitted models (float64).
+/// Decision values `Σ_j weights[j, c] κ(x, basis_j) + bias[c]` of fitted models (float64),
+/// or with `link` (`logistic`, `softmax`, `ovr`) the class probabilities they give.
 #[pyfunction]
-#[pyo3(signature = (x, basis, weights, bias, *, kernel="rbf", gamma=1.0, degree=3, coef0=1.0, n_threads=1))]
+#[pyo3(signature = (x, basis, weights, bias, *, kernel="rbf", gamma=1.0, degree=3, coef0=1.0, link="identity", n_threads=1))]
 #[allow(clippy::too_many_arguments)]
 fn kernel_expansion<'py>(
     py: Python<'py>,
@@ -209,20 +230,22 @@ fn kernel_expansion<'py>(
     gamma: f64,
     degree: u32,
     coef0: f64,
+    link: &str,
     n_threads: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
     let kernel = parse_kernel(kernel, gamma, degree, coef0)?;
+    let link = Link::from_name(link)?;
     if let (Ok(x64), Ok(basis64)) = (
         x.extract::<PyReadonlyArray2<f64>>(),
         basis.extract::<PyReadonlyArray2<f64>>(),
     ) {
-        return expansion_typed(py, x64, basis64, weights, bias, kernel, n_threads);
+        return expansion_typed(py, x64, basis64, weights, bias, kernel, link, n_threads);
     }
     if let (Ok(x32), Ok(basis32)) = (
         x.extract::<PyReadonlyArray2<f32>>(),
         basis.extract::<PyReadonlyArray2<f32>>(),
     ) {
-        return expansion_typed(py, x32, basis32, weights, bias, kernel, n_threads);
+        return expansion_typed(py, x32, basis32, weights, bias, kernel, link, n_threads);
     }
     Err(PyTypeError::new_err(
         "x: x and basis must be 2-D arrays of one dtype, float32 or float64",

@@ -32,6 +32,7 @@ __all__ = [
     "DEFLATIONS",
     "KERNELS",
     "simd_level",
+    "to_onnx",
     "__version__",
 ]
 
@@ -51,6 +52,17 @@ def simd_level() -> str:
     True
     """
     return _core.simd_level()
+
+
+def to_onnx(estimator, X, *, target_opset=None, options=None):
+    """An ONNX model of a fitted estimator: :func:`gkfda.onnx.to_onnx` (documented there).
+
+    Imported on first call, so that ``import gkfda`` needs neither onnx nor skl2onnx
+    (``pip install 'gkfda[onnx]'``).
+    """
+    from .onnx import to_onnx as convert
+
+    return convert(estimator, X, target_opset=target_opset, options=options)
 
 
 def _check_simd_variable() -> None:

@@ -163,12 +163,16 @@ def kernel_expansion(
     gamma: float = 1.0,
     degree: int = 3,
     coef0: float = 1.0,
+    link: str = "identity",
     n_threads: int = 1,
 ) -> npt.NDArray[np.float64]:
-    """Decision values ``Σ_j weights[j, c] κ(x_i, basis_j) + bias[c]``, shape ``(n, C)``.
+    """Decision values ``Σ_j weights[j, c] κ(x_i, basis_j) + bias[c]``, shape ``(n, C)``,
+    or with ``link`` (``"logistic"``: one output, two classes; ``"softmax"``; ``"ovr"``) the
+    class probabilities they give.
 
     ``x`` and ``basis`` share a dtype (float32 or float64); the result is float64. Rows are
-    processed in blocks, so the ``n×k`` kernel is never held whole.
+    processed in blocks, so the ``n×k`` kernel is never held whole. A NaN or infinite ``x``
+    is a ValueError.
     """
 
 def default_tol(dtype: str) -> float:

@@ -34,10 +34,12 @@ Benchmark(name='banana', n_samples=5300, n_features=2, n_train=400, n_test=4900,
 from __future__ import annotations
 
 import bz2
+import csv
 import gzip
 import importlib.resources
 import os
 import re
+import warnings
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -396,26 +398,95 @@ def load_svmlight(path: PathLike, n_features: Optional[int] = None, zero_based: 
     """
     from sklearn.datasets import load_svmlight_file
 
-    X, y = load_svmlight_file(os.fspath(path), n_features=n_features, dtype=np.float64,
-                              zero_based=zero_based)
+    try:
+        X, y = load_svmlight_file(os.fspath(path), n_features=n_features, dtype=np.float64,
+                                  zero_based=zero_based)
+    except ValueError as exc:
+        raise ValueError(f"{os.fspath(path)}: not a valid svmlight file: {exc}") from exc
     return np.ascontiguousarray(X.toarray(), dtype=np.float64), _tidy_labels(y)
 
 
-def _looks_numeric(field: str) -> bool:
+#: Fields that stand for a missing value (compared case-insensitively, after stripping).
+_MISSING = frozenset({"", "na", "n/a", "null", "none", "?"})
+
+
+def _fields(line: str, delimiter: Optional[str]) -> list:
+    """The fields of one line, unquoted and stripped, split as ``numpy.loadtxt`` splits them."""
+    if delimiter is None:
+        return [field.strip('"') for field in line.split()]
+    return [field.strip() for field in next(csv.reader([line], delimiter=delimiter, quotechar='"'))]
+
+
+def _data_lines(handle, comments: str, skip: int = 0) -> Iterator[Tuple[int, str]]:
+    """``(line number, content)`` of the lines that hold data: comments and blank lines left out."""
+    for number, line in enumerate(handle, start=1):
+        if number <= skip:
+            continue
+        content = line.split(comments, 1)[0] if comments else line
+        if content.strip():
+            yield number, content.rstrip("\r\n")
+
+
+def _is_number(field: str) -> bool:
     try:
-        float(field.strip().strip('"').strip("'"))
+        float(field)
     except ValueError:
         return False
-    return True
+    return "_" not in field  # Python's float() takes 1_000; numpy.loadtxt does not
 
 
-def _first_data_line(path: PathLike, comments: str = "#") -> Optional[str]:
+def _cell_problem(field: str) -> Optional[str]:
+    """Why a feature field is not a finite real number, or None when it is one."""
+    if field.lower() in _MISSING:
+        return f"missing value {field!r}; missing values are not allowed (impute or drop them first)"
+    if _is_number(field):
+        if np.isfinite(float(field)):
+            return None
+        return f"{field!r} is not a finite number; NaN and infinity are not allowed"
+    try:
+        complex(field)
+    except ValueError:
+        return f"non-numeric value {field!r}"
+    if not any(c.isdigit() for c in field):  # complex() takes "j" and "nanj"
+        return f"non-numeric value {field!r}"
+    return f"{field!r} is a complex number; the features must be real"
+
+
+def _is_header(fields: list) -> bool:
+    """A first line is a header when none of its fields is a number, empty or a missing-value mark."""
+    return not any(_is_number(f) or f.lower() in _MISSING for f in fields)
+
+
+def _first_problem(path: PathLike, delimiter, skip: int, comments: str,
+                   label_index: int) -> Tuple[Optional[int], Optional[str]]:
+    """The first line at fault in a table and what is wrong with it (which column), or Nones."""
+    n_columns = None
     with _open_text(path) as handle:
-        for line in handle:
-            content = line.split(comments, 1)[0] if comments else line
-            if content.strip():
-                return content.rstrip("\r\n")
-    return None
+        for number, line in _data_lines(handle, comments, skip):
+            fields = _fields(line, delimiter)
+            if n_columns is None:
+                n_columns, first = len(fields), number
+            if len(fields) != n_columns:
+                return number, f"line {number} has {len(fields)} fields where line {first} has {n_columns}"
+            if fields[label_index].lower() in _MISSING:
+                return number, f"line {number}, column {label_index + 1}: missing label {fields[label_index]!r}"
+            for column, field in enumerate(fields):
+                problem = None if column == label_index else _cell_problem(field)
+                if problem is not None:
+                    return number, f"line {number}, column {column + 1}: {problem}"
+    return None, None
+
+
+def _table_error(name: str, delimiter, skip: int, comments: str, label_index: int,
+                 header_hint: Optional[int], cause: Optional[Exception]) -> ValueError:
+    """The error for a table that ``numpy.loadtxt`` refused (``cause``) or read with a non-finite
+    feature or a missing label: the line and column at fault, found by reading it again."""
+    number, problem = _first_problem(name, delimiter, skip, comments, label_index)
+    if problem is None:
+        problem = f"cannot read it as a delimited table: {cause}" if cause else "a feature is not finite"
+    elif number == header_hint:
+        problem += f" (if line {number} is a header, pass skip_header={number})"
+    return ValueError(f"{name}: {problem}")
 
 
 def load_csv(
@@ -427,8 +498,11 @@ def load_csv(
 ):
     """Read a delimited text table with one label column.
 
-    Parsing is done by :func:`numpy.loadtxt` (no pandas needed); ``.gz``/``.bz2`` files are read
-    transparently. Quoted fields (``"..."``) are allowed; missing values are not.
+    Parsing is done by :func:`numpy.loadtxt` straight into float64, row by row, so a file takes
+    about the memory of its array (no pandas needed); ``.gz``/``.bz2`` files are read
+    transparently. Quoted fields (``"..."``) are allowed. Every feature must be a finite real
+    number: missing values (an empty field, ``NA``, ``N/A``, ``null``, ``none``, ``?``), NaN,
+    infinity, complex numbers and text are errors, as are rows of different lengths.
 
     Parameters
     ----------
@@ -440,8 +514,11 @@ def load_csv(
     delimiter : str or None, default ","
         Field separator; ``None`` splits on any whitespace.
     skip_header : int or None, default None
-        Number of leading lines to skip. ``None`` detects a single header line: the first line is
-        skipped when one of its feature fields is not a number.
+        Number of leading lines to skip (comment lines included). ``None`` detects a header: the
+        first line that is not a comment is skipped when none of its fields is a number, empty
+        or a missing-value mark (``a,b,label`` is a header; ``NA,2.5,yes`` and ``,,yes`` are
+        data rows with missing values, and an error). Pass ``skip_header=1`` for a header with
+        an empty or numeric name.
     comments : str, default "#"
         Text after this character is ignored.
 
@@ -451,6 +528,13 @@ def load_csv(
     y : ndarray of shape (n_samples,)
         The labels as written: int64 when they are all integers, float64 when numeric otherwise,
         and a string array for textual class names (e.g. ``"yes"``/``"no"``).
+
+    Raises
+    ------
+    ValueError
+        Its message starts with the file's path, and names the line and column at fault: an
+        empty file, a single column, ``label_column`` out of range, a missing value or label,
+        a non-numeric, complex or non-finite feature, a row with more or fewer fields.
 
     Examples
     --------
@@ -465,40 +549,60 @@ def load_csv(
            [3. , 4.5]])
     >>> y
     array(['yes', 'no'], dtype='<U3')
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("NA,2.0,yes\\n3.0,4.5,no\\n")
+    >>> load_csv(path)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: ...toy.csv: line 1, column 1: missing value 'NA'; missing values are not allowed ...
     """
-    if skip_header is None:
-        first = _first_data_line(path, comments)
-        skip_header = 0
-        if first is not None:
-            fields = first.split(delimiter)
-            if len(fields) > 1:
-                label_index = label_column % len(fields) if -len(fields) <= label_column < len(fields) else None
-                features = [f for i, f in enumerate(fields) if i != label_index]
-                skip_header = int(not all(_looks_numeric(f) for f in features))
+    name = os.fspath(path)
     try:
-        table = np.loadtxt(os.fspath(path), dtype=str, delimiter=delimiter, skiprows=skip_header,
-                           comments=comments, ndmin=2, quotechar='"', encoding="utf-8")
-    except ValueError as exc:
-        raise ValueError(f"cannot read {os.fspath(path)!r} as a delimited table: {exc}") from exc
-    if table.shape[0] == 0:
-        raise ValueError(f"{os.fspath(path)!r} holds no data rows")
-    n_columns = table.shape[1]
+        with _open_text(path) as handle:
+            lines = _data_lines(handle, comments, skip_header or 0)
+            first, second = next(lines, None), next(lines, None)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{name}: not UTF-8 text ({exc})") from exc
+    if first is None:
+        raise ValueError(f"{name}: holds no data rows")
+    fields = _fields(first[1], delimiter)
+    header_hint = None
+    if skip_header is None:
+        skip_header, header_hint = 0, first[0]
+        if _is_header(fields):
+            header_hint = None
+            if second is None:
+                raise ValueError(f"{name}: holds no data rows (only the header on line {first[0]})")
+            skip_header, first = first[0], second
+            fields = _fields(first[1], delimiter)
+    n_columns = len(fields)
     if n_columns < 2:
         raise ValueError(
-            f"{os.fspath(path)!r} has a single column; expected features and a label column "
+            f"{name}: has a single column; expected features and a label column "
             f"(is delimiter={delimiter!r} right?)"
         )
     if not -n_columns <= label_column < n_columns:
-        raise ValueError(f"label_column={label_column} out of range for {n_columns} columns")
+        raise ValueError(f"{name}: label_column={label_column} out of range for {n_columns} columns")
     label_index = label_column % n_columns
-    table = np.char.strip(table)
-    labels = table[:, label_index]
-    features = np.delete(table, label_index, axis=1)
+    labels = []
+
+    def keep_label(field: str) -> float:
+        labels.append(field.strip())
+        return 0.0
+
     try:
-        X = features.astype(np.float64)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "input contained no data": raised below
+            table = np.loadtxt(name, dtype=np.float64, delimiter=delimiter, skiprows=skip_header,
+                               comments=comments, ndmin=2, quotechar='"', encoding="utf-8",
+                               converters={label_index: keep_label})
     except ValueError as exc:
-        raise ValueError(f"non-numeric feature value in {os.fspath(path)!r}: {exc}") from exc
-    return np.ascontiguousarray(X), _tidy_labels(labels)
+        raise _table_error(name, delimiter, skip_header, comments, label_index, header_hint, exc) from exc
+    X = np.delete(table, label_index, axis=1)
+    del table
+    if not np.isfinite(X).all() or any(label.lower() in _MISSING for label in labels):
+        raise _table_error(name, delimiter, skip_header, comments, label_index, header_hint, None)
+    return np.ascontiguousarray(X), _tidy_labels(np.array(labels))
 
 
 def load_npz(path: PathLike):
@@ -533,14 +637,18 @@ def load_npz(path: PathLike):
     >>> X.shape, y
     ((3, 3), array([0, 1, 1]))
     """
-    archive = np.load(os.fspath(path), allow_pickle=False)
+    name = os.fspath(path)
+    try:
+        archive = np.load(name, allow_pickle=False)
+    except (ValueError, EOFError) as exc:  # NumPy takes any other file for a pickle
+        raise ValueError(f"{name}: not an .npz archive") from exc
     if not isinstance(archive, np.lib.npyio.NpzFile):
-        raise ValueError(f"{os.fspath(path)!r} is not an .npz archive (np.load gave a single array)")
+        raise ValueError(f"{name}: not an .npz archive (np.load gave a single array)")
     with archive:
         missing = [key for key in ("X", "y") if key not in archive.files]
         if missing:
             raise ValueError(
-                f"{os.fspath(path)!r} lacks key(s) {', '.join(missing)}; an .npz data file needs "
+                f"{name}: lacks key(s) {', '.join(missing)}; an .npz data file needs "
                 f"arrays 'X' (n_samples x n_features) and 'y' (n_samples); found: "
                 f"{', '.join(archive.files) or 'no arrays'}"
             )
@@ -549,13 +657,13 @@ def load_npz(path: PathLike):
     try:
         X = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"'X' in {os.fspath(path)!r} is not numeric: {exc}") from exc
+        raise ValueError(f"{name}: 'X' is not numeric: {exc}") from exc
     if X.ndim != 2:
-        raise ValueError(f"'X' in {os.fspath(path)!r} must be 2-D, got shape {X.shape}")
+        raise ValueError(f"{name}: 'X' must be 2-D, got shape {X.shape}")
     y = np.asarray(y)
     if y.ndim != 1 or y.shape[0] != X.shape[0]:
         raise ValueError(
-            f"'y' in {os.fspath(path)!r} must be 1-D with {X.shape[0]} entries, got shape {y.shape}"
+            f"{name}: 'y' must be 1-D with {X.shape[0]} entries, got shape {y.shape}"
         )
     return np.ascontiguousarray(X), y
 
@@ -636,7 +744,7 @@ def load_file(path: PathLike, **kwargs):
     if suffix == ".npz":
         if compressed:
             raise ValueError(
-                f"cannot read {os.fspath(path)!r}: a compressed .npz must be decompressed first "
+                f"{os.fspath(path)}: a compressed .npz must be decompressed first "
                 f"(use np.savez_compressed for compressed archives)"
             )
         return load_npz(path, **kwargs)
@@ -651,7 +759,7 @@ def load_file(path: PathLike, **kwargs):
         kwargs.setdefault("delimiter", None)
         return load_csv(path, **kwargs)
     raise ValueError(
-        f"cannot tell the format of {os.fspath(path)!r} from its extension {suffix or '(none)'!r}; "
+        f"{os.fspath(path)}: cannot tell the format from the extension {suffix or '(none)'!r}; "
         f"supported: .npz, .csv, .tsv, .svm, .svmlight, .libsvm, .txt, .dat (optionally .gz/.bz2), "
         f"or call load_npz / load_csv / load_svmlight directly"
     )
