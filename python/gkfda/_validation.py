@@ -203,3 +203,13 @@ def encoded_classes(y):
     if len(classes) < 2:
         raise ValueError(f"y: needs samples of at least two classes, got 1 class ({classes[0]!r})")
     return classes, codes
+
+
+def check_full_state(estimator, method: str) -> None:
+    """Refuse ``method`` on a model loaded from a lean file, which keeps only what the
+    prediction methods read."""
+    if estimator.__dict__.get("_loaded_lean", False):
+        raise ValueError(
+            f"{method}: this {type(estimator).__name__} was loaded from a lean model file, which keeps only what "
+            "prediction needs; save the fitted model with gkfda.save(model, path) (lean=False) to keep it"
+        )

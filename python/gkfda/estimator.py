@@ -28,9 +28,11 @@ from ._kernels import (
     resolve_gamma,
     validate_input,
 )
-from ._model import fit_discriminant, one_blas_thread
+from ._model import compacted, fit_discriminant, one_blas_thread
 from .bounds import FeatureMoments, GeneralisationBound, _check_delta, _check_radius, _check_variant, fisher_discriminant_bound
-from ._validation import check_fit_fits, check_precomputed_kernel, checked_priors, encoded_classes, thread_count
+from ._validation import (
+    check_fit_fits, check_full_state, check_precomputed_kernel, checked_priors, encoded_classes, thread_count,
+)
 
 DTYPES = ("float64", "float32")
 MULTICLASS = ("shared", "ovr")
@@ -214,6 +216,8 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
 
     def __getstate__(self):
         state = super().__getstate__()
+        if "_models" not in state:  # loaded from a lean file: nothing to derive its arrays from
+            return state
         return {name: value for name, value in state.items() if name not in self._DERIVED}
 
     def __setstate__(self, state):
@@ -439,6 +443,8 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
 
     def _shared_multiclass(self):
         """One discriminant of more than two classes (log-probabilities, not log-odds)."""
+        if "_models" not in self.__dict__:  # loaded from a lean file (gkfda.load)
+            return self._lean_link == "softmax"
         return len(self._models) == 1 and len(self.classes_) > 2
 
     def _set_public_attributes(self):
@@ -491,6 +497,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
     def _kernel_to_supports(self, X):
         """``K(X, X_train[support])`` of every model, from one kernel against their union."""
         check_is_fitted(self)
+        check_full_state(self, "transform")
         X = self._validate_X(X, reset=False)
         union = self._union_support
         cross = np.asarray(self._cross_kernel(X, union), dtype=np.float64)
@@ -583,6 +590,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
 
     def _check_ks(self, ks):
         check_is_fitted(self)
+        check_full_state(self, "the sparsity path (decision_path, proba_path, error_path)")
         # Up to the k the model was fitted with: a selection that stopped early at k_ < k
         # gives the same model for every k between k_ and k, as separate fits would.
         largest = self._fitted_k
@@ -693,13 +701,16 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         (15, 15)
         """
         check_is_fitted(self)
+        check_full_state(self, "truncate")
         validate_parameter_constraints({"k": [_count(1, self._fitted_k)]}, {"k": k}, caller_name="truncate")
         k = int(k)
         truncated = copy.deepcopy(self)
         truncated.k = truncated._fitted_k = k
-        truncated._models = [model.truncated(k) for model in self._models]
+        # Copies, not views of the full model's arrays: a view's strides change how BLAS
+        # rounds, and pickling copies it, so the predictions would change through a pickle.
+        truncated._models = [compacted(model.truncated(k)) for model in self._models]
         if getattr(self, "_feature_moments", None) is not None:
-            truncated._feature_moments = self._feature_moments.truncated(k)
+            truncated._feature_moments = compacted(self._feature_moments.truncated(k))
         union = np.unique(np.concatenate([model.support for model in truncated._models]))
         truncated._union_labels = self._union_labels[np.searchsorted(self._union_support, union)]
         truncated._union_support = union
@@ -751,6 +762,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         (1.0, 300, 10)
         """
         check_is_fitted(self)
+        check_full_state(self, "generalisation_bound")
         if len(self.classes_) != 2:
             raise ValueError(
                 f"the generalisation bound is for two-class models; this one has {len(self.classes_)} classes "
