@@ -61,7 +61,13 @@ FORMAT_VERSION = 1
 #: The largest header a reader accepts (the metadata and the tensors' table).
 HEADER_LIMIT = 16 * 2**20
 
-_FILE_DTYPES = {"F64": np.dtype("<f8"), "F32": np.dtype("<f4"), "I64": np.dtype("<i8"), "BOOL": np.dtype("bool")}
+_FILE_DTYPES = {
+    "F64": np.dtype("<f8"), "F32": np.dtype("<f4"), "I64": np.dtype("<i8"), "BOOL": np.dtype("bool"),
+    "U8": np.dtype("u1"),
+}
+#: The tensor that holds the SHA-256 of the rest of the file (every byte but its own 32): a
+#: byte flipped anywhere, header or data, is then an error rather than another valid model.
+CHECKSUM = "checksum"
 _DTYPE_NAMES = {np.dtype(dtype): name for name, dtype in _FILE_DTYPES.items()}
 # Integer arrays of other widths are written as I64 and cast back.
 _CAST_DTYPES = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
@@ -149,9 +155,24 @@ def save(estimator, path, *, lean=False):
         "state": state,
     }
     text = json.dumps(metadata, allow_nan=False, separators=(",", ":"))
-    data = safetensors.numpy.save(writer.tensors, metadata={"gkfda": text})
+    tensors = {**writer.tensors, CHECKSUM: np.zeros(32, dtype=np.uint8)}
+    data = _sealed(safetensors.numpy.save(tensors, metadata={"gkfda": text}))
     with open(path, "wb") as file:
         file.write(data)
+
+
+def _checksum_range(data, header_size, header):
+    """The byte range of the checksum tensor in the file."""
+    begin, end = header[CHECKSUM]["data_offsets"]
+    return 8 + header_size + begin, 8 + header_size + end
+
+
+def _sealed(data):
+    """``data`` with its checksum tensor holding the SHA-256 of every other byte."""
+    (size,) = struct.unpack("<Q", data[:8])
+    begin, end = _checksum_range(data, size, json.loads(data[8 : 8 + size]))
+    digest = hashlib.sha256(data[:begin] + data[end:]).digest()
+    return data[:begin] + digest + data[end:]
 
 
 def _version():
@@ -660,7 +681,7 @@ def _load(data):
         params = _checked_params(spec.cls, meta["params"], "params")
         _check_params_agree(params, predictor, "params")
         estimator = _build(spec, params, meta["state"], decoder, predictor, lean, "state")
-    unused = set(tensors) - decoder.used - set(predictor["tensors"])
+    unused = set(tensors) - decoder.used - set(predictor["tensors"]) - {CHECKSUM}
     if unused:
         raise _Invalid(f"tensors {sorted(unused)} are not referenced by the metadata")
     return estimator
@@ -720,6 +741,12 @@ def _read(data):
     if not isinstance(extra, dict) or set(extra) != {"gkfda"} or not isinstance(extra["gkfda"], str):
         raise _Invalid('the header: its __metadata__ must hold one string, "gkfda" (not a gkfda model file?)')
     _check_layout(header, len(data) - 8 - size)
+    entry = header.get(CHECKSUM)
+    if entry is None or entry["dtype"] != "U8" or entry["shape"] != [32]:
+        raise _Invalid(f"the header: has no {CHECKSUM} tensor of 32 bytes (U8)")
+    begin, end = _checksum_range(data, size, header)
+    if hashlib.sha256(data[:begin] + data[end:]).digest() != data[begin:end]:
+        raise _Invalid("corrupted: its bytes do not match its SHA-256 checksum")
     metadata = _parse_json(extra["gkfda"], "the metadata")
     try:
         tensors = safetensors.numpy.load(data)
