@@ -15,8 +15,14 @@ use crate::error::{Error, Result};
 use rayon::ThreadPool;
 use std::sync::{Arc, Mutex, PoisonError};
 
-/// The pools made so far: (process id, threads, pool).
+/// The pools made so far: (process id, threads, pool), the most recently used last.
 static POOLS: Mutex<Vec<(u32, usize, Arc<ThreadPool>)>> = Mutex::new(Vec::new());
+
+/// Pools kept at once. A caller that cycles through many thread counts (one `n_jobs` per
+/// grid point, say) would otherwise leave every pool's threads alive for the life of the
+/// process; past this many the least recently used pool is dropped, and its threads exit
+/// once the calls still holding it return.
+const KEPT_POOLS: usize = 4;
 
 /// The process's pool of `n_threads` threads (at least one), made on first use.
 pub(crate) fn shared(n_threads: usize) -> Result<Arc<ThreadPool>> {
@@ -28,8 +34,11 @@ pub(crate) fn shared(n_threads: usize) -> Result<Arc<ThreadPool>> {
         // Forgotten, not dropped: dropping would signal threads this process does not have.
         std::mem::forget(std::mem::take(&mut *pools));
     }
-    if let Some((.., pool)) = pools.iter().find(|(_, size, _)| *size == threads) {
-        return Ok(Arc::clone(pool));
+    if let Some(position) = pools.iter().position(|(_, size, _)| *size == threads) {
+        let entry = pools.remove(position);
+        let pool = Arc::clone(&entry.2);
+        pools.push(entry);
+        return Ok(pool);
     }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
@@ -42,6 +51,9 @@ pub(crate) fn shared(n_threads: usize) -> Result<Arc<ThreadPool>> {
             )
         })?;
     let pool = Arc::new(pool);
+    if pools.len() >= KEPT_POOLS {
+        pools.remove(0);
+    }
     pools.push((process, threads, Arc::clone(&pool)));
     Ok(pool)
 }
@@ -57,5 +69,16 @@ mod tests {
         assert_eq!(a.current_num_threads(), 3);
         assert_eq!(shared(0).unwrap().current_num_threads(), 1);
         assert!(!Arc::ptr_eq(&a, &shared(2).unwrap()));
+    }
+
+    #[test]
+    fn at_most_a_few_pools_are_kept() {
+        for threads in 1..=3 * KEPT_POOLS {
+            shared(threads).unwrap();
+        }
+        let pools = POOLS.lock().unwrap_or_else(PoisonError::into_inner);
+        assert!(pools.len() <= KEPT_POOLS);
+        // The most recently used are the ones kept.
+        assert!(pools.iter().any(|(_, size, _)| *size == 3 * KEPT_POOLS));
     }
 }

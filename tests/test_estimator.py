@@ -442,7 +442,8 @@ def test_n_jobs_none_follows_omp_num_threads(monkeypatch, moons, value, limit):
     monkeypatch.setenv("OMP_NUM_THREADS", value)
     expected = cores if limit is None else limit
     assert thread_count(None) == expected
-    assert thread_count(3) == 3 and thread_count(-1) == cores  # explicit values are kept
+    # Explicit values are kept, up to the cores available.
+    assert thread_count(1) == 1 and thread_count(-1) == cores and thread_count(cores + 5) == cores
     seen = []
     original = _core.greedy_select
 
@@ -596,3 +597,31 @@ def test_the_model_linear_algebra_runs_on_one_blas_thread_and_restores_it(monkey
         assert _blas_threads() == before
         model.decision_path(X, ks=[5, 20])
         assert _blas_threads() == before
+
+
+def test_joblib_workers_give_the_core_their_thread_budget():
+    """In loky's worker processes (GridSearchCV(n_jobs=2)) the core runs on the threads
+    joblib gives each worker, cores // n_jobs, not on every core."""
+    from joblib import Parallel, delayed
+
+    from gkfda._validation import thread_count
+
+    cores = thread_count(None)
+    budgets = Parallel(n_jobs=2, backend="loky")(delayed(thread_count)(None) for _ in range(2))
+    assert budgets == [max(1, cores // 2)] * 2
+
+
+def test_huge_n_jobs_runs_on_the_cores_available(moons):
+    """n_jobs far above the cores is accepted and runs on the cores, without a pool of
+    thousands of threads."""
+    import threading
+
+    X, y = moons
+    before = threading.active_count()
+    model = GreedyKFDA(k=5, n_jobs=5000).fit(X, y)
+    assert_array_equal(model.predict(X), GreedyKFDA(k=5, n_jobs=1).fit(X, y).predict(X))
+    # rayon's threads are not Python threads; the process's own count is read from /proc.
+    with open("/proc/self/status") as status:
+        threads = int(next(line for line in status if line.startswith("Threads:")).split()[1])
+    assert threads < 200, threads
+    assert threading.active_count() == before

@@ -34,7 +34,7 @@ KERNEL_PARAMS = {
 }
 #: What a gkfda graph may contain: core operators, none of them a loop.
 CORE_OPS = {
-    "Abs", "Add", "ArgMax", "Concat", "Exp", "Gather", "Identity", "Log", "MatMul", "Max", "Min", "Mul",
+    "Abs", "Add", "ArgMax", "Cast", "Concat", "Exp", "Gather", "Identity", "Log", "MatMul", "Max", "Min", "Mul",
     "Neg", "Pow", "Sigmoid", "Softmax", "Sub",
 }
 

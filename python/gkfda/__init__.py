@@ -16,6 +16,7 @@ from .estimator import GreedyKFDA, fit
 from .parsimonious import ParsimoniousKFDA
 from .model_selection import GreedyKFDACV
 from .pursuit import GreedyNystroem, KernelMatchingPursuit, SparseKernelCCA, SparseKernelPCA, matching_pursuit_bound
+from ._serialization import load, save
 
 __all__ = [
     "GreedyKFDA",
@@ -27,6 +28,8 @@ __all__ = [
     "SparseKernelPCA",
     "matching_pursuit_bound",
     "fit",
+    "save",
+    "load",
     "reference",
     "CRITERIA",
     "DEFLATIONS",

@@ -89,8 +89,25 @@ def one_blas_thread():
         yield
 
 
+class PackedTriangles:
+    """Pickles the matrices its class names in ``_TRIANGLES`` as their triangles (half the
+    bytes), rebuilt bit for bit."""
+
+    _TRIANGLES: dict = {}
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        for name, side in self._TRIANGLES.items():
+            state[name] = pack_triangle(state[name], side)
+        return state
+
+    def __setstate__(self, state):
+        # Through __dict__: a frozen dataclass refuses setattr.
+        self.__dict__.update({name: unpack_triangle(value) for name, value in state.items()})
+
+
 @dataclass
-class Discriminant:
+class Discriminant(PackedTriangles):
     """A calibrated ``C``-class Fisher discriminant on the Nyström features of ``support``.
 
     For the first ``j`` bases, the scores are ``s = ȳ + (φ − μ)[:j] β_j`` with
@@ -111,6 +128,8 @@ class Discriminant:
     kernel_scale: float  # the mean of K(x, x) over the training set: λ's unit
     stopped_early: bool = False
     kernel_passes: int = 0
+
+    _TRIANGLES = {"projection": "lower", "cholesky": "upper"}
 
     @property
     def n_classes(self) -> int:
@@ -144,6 +163,47 @@ class Discriminant:
             score_weights=self.score_weights[: j + 1],
             score_bias=self.score_bias[: j + 1],
         )
+
+
+def pack_triangle(matrix, side):
+    """``(side, order, values)``: the triangle (``"lower"``, ``"upper"``, or ``"symmetric"``:
+    the lower of a symmetric matrix) of a square matrix, or of each in a stack, when the rest
+    is zero (or, symmetric, the mirror image) bit for bit; anything else unchanged."""
+    if not isinstance(matrix, np.ndarray) or matrix.ndim < 2 or matrix.shape[-1] != matrix.shape[-2]:
+        return matrix
+    k = matrix.shape[-1]
+    kept = np.triu_indices(k) if side == "upper" else np.tril_indices(k)
+    rest = np.tril_indices(k, -1) if side == "upper" else np.triu_indices(k, 1)
+    values, others = matrix[..., kept[0], kept[1]], matrix[..., rest[0], rest[1]]
+    expected = matrix[..., rest[1], rest[0]] if side == "symmetric" else np.zeros_like(others)
+    if others.tobytes() != expected.tobytes():  # bytes: -0.0 is not 0.0
+        return matrix
+    # The memory order too: BLAS may round differently on a transposed layout.
+    order = "F" if matrix.flags.f_contiguous and not matrix.flags.c_contiguous else "C"
+    return side, order, matrix.shape, values
+
+
+def unpack_triangle(packed):
+    """The matrix :func:`pack_triangle` packed (anything else unchanged)."""
+    if not isinstance(packed, tuple):
+        return packed
+    side, order, shape, values = packed
+    k = shape[-1]
+    kept = np.triu_indices(k) if side == "upper" else np.tril_indices(k)
+    matrix = np.zeros(shape, dtype=values.dtype, order=order)
+    matrix[..., kept[0], kept[1]] = values
+    if side == "symmetric":
+        matrix[..., kept[1], kept[0]] = values
+    return matrix
+
+
+def compacted(record):
+    """A copy of a dataclass whose arrays are copied out of their views (in their memory
+    order): what pickling gives, so that a truncated model predicts bit for bit the same
+    before and after."""
+    return replace(record, **{
+        name: np.array(value, order="K") for name, value in vars(record).items() if isinstance(value, np.ndarray)
+    })
 
 
 def nystrom_projection(kernel_support: np.ndarray, relative_tolerance: float = 1e-10) -> np.ndarray:

@@ -18,11 +18,15 @@ except ImportError:  # pragma: no cover
 
 def thread_count(n_jobs) -> int:
     """joblib's convention, except that ``None`` means all available cores, or
-    ``OMP_NUM_THREADS`` of them when that is set.
+    ``OMP_NUM_THREADS`` of them when that is set, and that no count exceeds the cores
+    available.
 
     joblib sets ``OMP_NUM_THREADS`` to cores // n_jobs in its worker processes, so that an
     estimator inside ``GridSearchCV(n_jobs=2)`` does not start a thread per core in each
-    worker (scikit-learn's own OpenMP code follows it the same way).
+    worker (scikit-learn's own OpenMP code follows it the same way). The core's work is
+    bound by arithmetic and memory bandwidth, so threads beyond the cores only contend
+    (and each distinct count is a pool of threads the core keeps): ``n_jobs=5000`` runs on
+    every core, no more.
     """
     try:
         cores = len(os.sched_getaffinity(0))
@@ -31,7 +35,7 @@ def thread_count(n_jobs) -> int:
     if n_jobs is None:
         return min(cores, _omp_thread_limit() or cores)
     n_jobs = int(n_jobs)  # a non-zero integer, as GreedyKFDA's constraints require
-    return n_jobs if n_jobs > 0 else max(1, cores + 1 + n_jobs)
+    return min(n_jobs, cores) if n_jobs > 0 else max(1, cores + 1 + n_jobs)
 
 
 def _omp_thread_limit():
@@ -203,3 +207,13 @@ def encoded_classes(y):
     if len(classes) < 2:
         raise ValueError(f"y: needs samples of at least two classes, got 1 class ({classes[0]!r})")
     return classes, codes
+
+
+def check_full_state(estimator, method: str) -> None:
+    """Refuse ``method`` on a model loaded from a lean file, which keeps only what the
+    prediction methods read."""
+    if estimator.__dict__.get("_loaded_lean", False):
+        raise ValueError(
+            f"{method}: this {type(estimator).__name__} was loaded from a lean model file, which keeps only what "
+            "prediction needs; save the fitted model with gkfda.save(model, path) (lean=False) to keep it"
+        )

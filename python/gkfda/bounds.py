@@ -41,6 +41,8 @@ from numbers import Integral, Real
 
 import numpy as np
 
+from ._model import PackedTriangles
+
 VARIANTS = ("paper", "union_bound")
 
 __all__ = ["VARIANTS", "ClassBound", "GeneralisationBound", "fisher_discriminant_bound"]
@@ -208,7 +210,7 @@ def fisher_discriminant_bound(
 
 
 @dataclass(frozen=True)
-class FeatureMoments:
+class FeatureMoments(PackedTriangles):
     """What the bound needs from a two-class fit's training set, kept by the model.
 
     The Nyström features are nested (the first ``j`` features of a point are its features
@@ -225,6 +227,8 @@ class FeatureMoments:
     support_codes: np.ndarray  # (k,) classes of the bases
     largest_norm: float  # max √κ(x, x) over the training set
 
+    _TRIANGLES = {"class_scatters": "symmetric", "support_features": "lower"}
+
     @classmethod
     def of(cls, features, codes, support_rows, largest_norm) -> "FeatureMoments":
         """From the training features ``(m, k)``, their class codes and the bases' rows."""
@@ -237,8 +241,10 @@ class FeatureMoments:
             means[c] = rows.mean(axis=0)
             deviations = rows - means[c]
             scatters[c] = deviations.T @ deviations
-        return cls(counts, means, scatters, features[support_rows], np.asarray(codes)[support_rows].astype(np.int64),
-                   float(largest_norm))
+        # The bases' features are L (L L' = K[support, support]), lower triangular: the
+        # rounding left above its diagonal is cleared.
+        return cls(counts, means, scatters, np.tril(features[support_rows]),
+                   np.asarray(codes)[support_rows].astype(np.int64), float(largest_norm))
 
     def truncated(self, j: int) -> "FeatureMoments":
         return FeatureMoments(

@@ -28,9 +28,11 @@ from ._kernels import (
     resolve_gamma,
     validate_input,
 )
-from ._model import fit_discriminant, one_blas_thread
+from ._model import compacted, fit_discriminant, one_blas_thread
 from .bounds import FeatureMoments, GeneralisationBound, _check_delta, _check_radius, _check_variant, fisher_discriminant_bound
-from ._validation import check_fit_fits, check_precomputed_kernel, checked_priors, encoded_classes, thread_count
+from ._validation import (
+    check_fit_fits, check_full_state, check_precomputed_kernel, checked_priors, encoded_classes, thread_count,
+)
 
 DTYPES = ("float64", "float32")
 MULTICLASS = ("shared", "ovr")
@@ -39,6 +41,10 @@ MULTICLASS = ("shared", "ovr")
 #: problem one-vs-rest.
 DEFAULT_K_PER_CLASS = 25
 DEFAULT_K_PER_PROBLEM = 50
+
+# The core's kernel expansion runs inputs of at most this many rows on the calling thread
+# (`src/python.rs`): a thread pool costs more than their work.
+_ONE_THREAD_ROWS = 64
 
 
 class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
@@ -96,10 +102,12 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         Precision of the kernel matrix and of the selection engine (float32 halves
         memory and time). The discriminant itself is solved in float64.
     n_jobs : int or None, default=None
-        Threads of the kernel and selection. ``None`` uses every available core, or
-        ``OMP_NUM_THREADS`` of them when it is set (as joblib does in its worker processes,
-        so that ``GridSearchCV(n_jobs=...)`` does not oversubscribe the machine); ``-1``
-        uses every core, ``-2`` all but one. Results do not depend on it.
+        Threads of the kernel and selection. Unlike scikit-learn, where ``None`` means one
+        job, ``None`` uses every available core, or ``OMP_NUM_THREADS`` of them when it is
+        set (as joblib does in its worker processes, so that ``GridSearchCV(n_jobs=...)``
+        does not oversubscribe the machine); ``-1`` uses every core, ``-2`` all but one;
+        a count above the available cores uses them all, no more. Results do not depend
+        on it.
     random_state : int, RandomState instance or None, default=None
         Seed of the ``random`` criterion.
 
@@ -214,6 +222,8 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
 
     def __getstate__(self):
         state = super().__getstate__()
+        if "_models" not in state:  # loaded from a lean file: nothing to derive its arrays from
+            return state
         return {name: value for name, value in state.items() if name not in self._DERIVED}
 
     def __setstate__(self, state):
@@ -439,6 +449,8 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
 
     def _shared_multiclass(self):
         """One discriminant of more than two classes (log-probabilities, not log-odds)."""
+        if "_models" not in self.__dict__:  # loaded from a lean file (gkfda.load)
+            return self._lean_link == "softmax"
         return len(self._models) == 1 and len(self.classes_) > 2
 
     def _set_public_attributes(self):
@@ -491,28 +503,47 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
     def _kernel_to_supports(self, X):
         """``K(X, X_train[support])`` of every model, from one kernel against their union."""
         check_is_fitted(self)
+        check_full_state(self, "transform")
         X = self._validate_X(X, reset=False)
         union = self._union_support
         cross = np.asarray(self._cross_kernel(X, union), dtype=np.float64)
         return [cross[:, np.searchsorted(union, model.support)] for model in self._models]
 
-    def _outputs(self, X):
-        """The models' outputs, one column each (see :meth:`_set_public_attributes`)."""
+    def _link(self):
+        """How the outputs become probabilities (the core's names)."""
+        if self._shared_multiclass():
+            return "softmax"
+        return "logistic" if len(self._expansion_bias) == 1 else "ovr"
+
+    def _outputs(self, X, probabilities=False):
+        """The models' outputs, one column each (see :meth:`_set_public_attributes`), or with
+        ``probabilities`` the class probabilities they give."""
         if "_models" not in self.__dict__:
             check_is_fitted(self)  # raises NotFittedError
         if self._kernel_name() in ("rbf", "linear", "poly"):
             # f(z) = Σ_j α_j κ(z, x_j) + b with α = R'w: one call, k kernel evaluations a row.
-            return _core.kernel_expansion(
-                self._prediction_input(X), self._union_points, self._expansion_weights,
-                self._expansion_bias, **self._kernel_params(), n_threads=thread_count(self.n_jobs),
-            )
+            X_ready = self._prediction_input(X)
+            # The core runs up to _ONE_THREAD_ROWS rows on the calling thread whatever it is
+            # given: the thread count (a system call) is looked up only for larger inputs.
+            threads = 1 if X_ready.shape[0] <= _ONE_THREAD_ROWS else thread_count(self.n_jobs)
+            try:
+                return _core.kernel_expansion(
+                    X_ready, self._union_points, self._expansion_weights, self._expansion_bias,
+                    **self._kernel_params(), link=self._link() if probabilities else "identity",
+                    n_threads=threads,
+                )
+            except ValueError:
+                if not np.isfinite(X_ready).all():
+                    self._validate_X(X, reset=False)  # raises scikit-learn's message
+                raise
         kernel = np.asarray(self._cross_kernel(self._validate_X(X, reset=False), self._union_support), np.float64)
-        return kernel @ self._expansion_weights + self._expansion_bias
+        outputs = kernel @ self._expansion_weights + self._expansion_bias
+        return self._probabilities(outputs) if probabilities else outputs
 
     def _prediction_input(self, X):
         """``X`` ready for the Rust kernels; a NumPy array of the right shape takes a fast
-        path (shape, dtype and finiteness checked directly), anything else scikit-learn's
-        full validation."""
+        path (shape and dtype checked here, finiteness by the core, which refuses NaN and
+        infinity), anything else scikit-learn's full validation."""
         dtype = self._dtype()
         if (
             type(X) is np.ndarray
@@ -522,9 +553,9 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
             and 0 < X.shape[0]
             and "feature_names_in_" not in self.__dict__
         ):
-            if not np.isfinite(X).all():
-                self._validate_X(X, reset=False)  # raises scikit-learn's message
             if X.dtype != dtype or not X.flags.c_contiguous:
+                if not np.isfinite(X).all():  # _convert takes finite values
+                    self._validate_X(X, reset=False)  # raises scikit-learn's message
                 X = _convert(X, dtype, "X")
             return X
         return _convert(self._validate_X(X, reset=False), dtype, "X")
@@ -553,7 +584,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         LDA on them, then a temperature fitted by log-loss), and the class priors added;
         one-vs-rest probabilities are normalised to sum to 1.
         """
-        return self._probabilities(self._outputs(X))
+        return self._outputs(X, probabilities=True)
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`, computed without rounding to ``-inf``."""
@@ -567,8 +598,11 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
             log_odds = outputs[..., 0]
             if log:
                 return np.stack([log_expit(-log_odds), log_expit(log_odds)], axis=-1)
-            positive = expit(log_odds)
-            return np.stack([1.0 - positive, positive], axis=-1)
+            # Written in place: np.stack's temporaries cost as much as the kernel for one row.
+            probabilities = np.empty(log_odds.shape + (2,))
+            expit(log_odds, out=probabilities[..., 1])
+            np.subtract(1.0, probabilities[..., 1], out=probabilities[..., 0])
+            return probabilities
         return ovr_probabilities(outputs, log)
 
     def transform(self, X):
@@ -583,6 +617,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
 
     def _check_ks(self, ks):
         check_is_fitted(self)
+        check_full_state(self, "the sparsity path (decision_path, proba_path, error_path)")
         # Up to the k the model was fitted with: a selection that stopped early at k_ < k
         # gives the same model for every k between k_ and k, as separate fits would.
         largest = self._fitted_k
@@ -693,13 +728,16 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         (15, 15)
         """
         check_is_fitted(self)
+        check_full_state(self, "truncate")
         validate_parameter_constraints({"k": [_count(1, self._fitted_k)]}, {"k": k}, caller_name="truncate")
         k = int(k)
         truncated = copy.deepcopy(self)
         truncated.k = truncated._fitted_k = k
-        truncated._models = [model.truncated(k) for model in self._models]
+        # Copies, not views of the full model's arrays: a view's strides change how BLAS
+        # rounds, and pickling copies it, so the predictions would change through a pickle.
+        truncated._models = [compacted(model.truncated(k)) for model in self._models]
         if getattr(self, "_feature_moments", None) is not None:
-            truncated._feature_moments = self._feature_moments.truncated(k)
+            truncated._feature_moments = compacted(self._feature_moments.truncated(k))
         union = np.unique(np.concatenate([model.support for model in truncated._models]))
         truncated._union_labels = self._union_labels[np.searchsorted(self._union_support, union)]
         truncated._union_support = union
@@ -751,6 +789,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         (1.0, 300, 10)
         """
         check_is_fitted(self)
+        check_full_state(self, "generalisation_bound")
         if len(self.classes_) != 2:
             raise ValueError(
                 f"the generalisation bound is for two-class models; this one has {len(self.classes_)} classes "

@@ -6,8 +6,8 @@ pipeline that ends in (or contains) one; :func:`to_onnx` converts an estimator a
 with the same converter. It needs the ``onnx`` extra: ``pip install 'gkfda[onnx]'``.
 
 Every estimator predicts through one kernel expansion (``docs/model-format.md``), and
-the graph computes exactly that, in the dtype of the input: the kernel against the
-bases, a matrix product with the weights, and the link. It uses core ONNX operators
+the graph computes exactly that: the kernel against the bases in the dtype of the input,
+then, in float64 as the estimators do, a matrix product with the weights and the link. It uses core ONNX operators
 only (no ``ai.onnx.ml`` domain, no ZipMap, no loop), so that any runtime of the core
 operator set can run it (ONNX Runtime is tested; see ``docs/serving-onnx.md``):
 
@@ -232,15 +232,29 @@ def _calculate_shapes(operator):
 
 def _convert(scope, operator, container):
     predictor = _predictor(operator.raw_operator)
-    graph = _Graph(scope, container, _graph_dtype(operator.inputs[0].type))
+    dtype = _graph_dtype(operator.inputs[0].type)
     x = operator.inputs[0].full_name
-    z = graph.add(graph.matmul(_kernel(graph, x, predictor), predictor.weights), predictor.bias)
+    kernel = _kernel(_Graph(scope, container, dtype), x, predictor)
+    # As the estimators do: the kernel in the input's dtype, everything after it in float64
+    # (large weights of both signs amplify float32's rounding of the sums: 5e-5 against
+    # 1e-7 on a model whose weights' 1-norm is 8,000), cast back at the outputs.
+    graph = _Graph(scope, container, np.float64)
+    if dtype != np.float64:
+        kernel = graph.node("Cast", kernel, to=TensorProto.DOUBLE)
+    z = graph.add(graph.matmul(kernel, predictor.weights), predictor.bias)
     if predictor.slope is not None:
         z = graph.add(graph.node("Mul", z, graph.constant(predictor.slope)), predictor.offset)
+
+    def output(value, name):
+        if dtype == np.float64:
+            graph.node("Identity", value, output=name)
+        else:
+            graph.node("Cast", value, output=name, to=TensorProto.FLOAT)
+
     if predictor.link == "identity":
-        graph.node("Identity", z, output=operator.outputs[0].full_name)
+        output(z, operator.outputs[0].full_name)
         return
-    probabilities = operator.outputs[1].full_name
+    probabilities = graph.scope.get_unique_variable_name("gkfda_probabilities")
     if predictor.link == "logistic":
         positive = graph.node("Sigmoid", z)
         negative = graph.node("Sub", graph.constant(1.0), positive)
@@ -254,6 +268,7 @@ def _convert(scope, operator, container):
                                                 graph.node("Exp", graph.node("Neg", graph.node("Abs", z)))))
             z = graph.node("Sub", graph.node("Min", z, graph.constant(0.0)), tail)
         graph.node("Softmax", z, output=probabilities, axis=1)
+    output(probabilities, operator.outputs[1].full_name)
     _, classes = _label_type(predictor.classes)
     index = graph.node("ArgMax", probabilities, axis=1, keepdims=0)
     graph.node("Gather", graph.labels(classes), index, output=operator.outputs[0].full_name, axis=0)
@@ -268,7 +283,12 @@ def _kernel(graph, x, predictor):
         scaled = graph.node("Mul", graph.matmul(x, points.T), graph.constant(predictor.gamma))
         return graph.node("Pow", graph.add(scaled, predictor.coef0), graph.constant(float(predictor.degree)))
     # ‖x − s‖² = ‖x‖² − 2 x·s + ‖s‖², a matrix product rather than an (N, n_bases, d)
-    # difference; cancellation can leave it slightly negative, hence the Max with 0.
+    # difference; cancellation can leave it slightly negative, hence the Max with 0. In
+    # float32 both sides are first centred at the bases' mean (computed in float64), as
+    # the core does: the norms, and what cancels between them, are then smaller.
+    if graph.dtype == np.float32:
+        centre = points.mean(axis=0)
+        x, points = graph.node("Sub", x, graph.constant(centre)), points - centre
     squares = graph.matmul(graph.node("Mul", x, x), np.ones((points.shape[1], 1)))
     cross = graph.matmul(x, -2.0 * points.T)
     distances = graph.add(graph.node("Add", cross, squares), np.einsum("ij,ij->i", points, points)[None, :])
@@ -339,7 +359,8 @@ GreedyNystroem or SparseKernelPCA
         Fitted, with a ``rbf``, ``linear`` or ``poly`` kernel.
     X : array-like of shape (n_samples, n_features) or (n_features,)
         A sample row or more: its width and dtype (float32 or float64) are the graph's
-        input's, and the graph computes in that dtype (any number of rows goes in).
+        input's and outputs', and the graph computes the kernel in that dtype (any number
+        of rows goes in).
     target_opset : int, dict or None, default=None
         As skl2onnx's: ``None`` is the latest opset skl2onnx has tested.
     options : dict or None, default=None

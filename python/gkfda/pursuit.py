@@ -50,7 +50,7 @@ from ._kernels import (
     resolve_gamma,
     validate_input,
 )
-from ._validation import check_fit_fits, encoded_classes, thread_count
+from ._validation import check_fit_fits, check_full_state, encoded_classes, thread_count
 
 __all__ = [
     "KernelMatchingPursuit",
@@ -409,6 +409,7 @@ class KernelMatchingPursuit(RegressorMixin, _KernelPursuit):
         float
         """
         check_is_fitted(self)
+        check_full_state(self, "loss_bound")
         _check_bound_arguments(alpha, delta)
         X = validate_input(self, X, reset=False)
         y = column_or_1d(y)
@@ -552,6 +553,7 @@ class SparseKernelPCA(TransformerMixin, _KernelPursuit):
         float
         """
         check_is_fitted(self)
+        check_full_state(self, "reconstruction_error")
         X = validate_input(self, X, reset=False)
         diagonal = self._checked_self_kernel(X, self_kernel)
         Z = _features(self._factor, self._cross(X, self.support_, self.support_vectors_))
@@ -610,6 +612,7 @@ class SparseKernelPCA(TransformerMixin, _KernelPursuit):
         ``running_min`` and ``best`` (the ``t`` of the smallest bound).
         """
         check_is_fitted(self)
+        check_full_state(self, "bound_path")
         _check_bound_arguments(1.0, delta)
         if radius is None:
             if self.kernel == "rbf":
@@ -867,6 +870,7 @@ class SparseKernelCCA(TransformerMixin, _KernelPursuit):
         ndarray of shape (n_components,)
         """
         check_is_fitted(self)
+        check_full_state(self, "loss_bound")
         _check_bound_arguments(alpha, delta)
         x_scores, y_scores = self.transform(X, y)
         self._check_training_rows(len(x_scores))
