@@ -34,10 +34,14 @@ use ndarray::{Array2, ArrayView2};
 use safetensors::tensor::TensorView;
 use safetensors::{Dtype, SafeTensors};
 use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
+use std::ops::Range;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
+/// The tensor holding the SHA-256 of every other byte of the file.
+pub const CHECKSUM: &str = "checksum";
 /// The largest header a reader accepts (the specification's limit), in bytes.
 pub const MAX_HEADER_BYTES: u64 = 16 << 20;
 /// The one version of the format this reader knows.
@@ -185,8 +189,14 @@ impl Model {
                 bytes.len()
             )));
         }
-        let (_, metadata) = SafeTensors::read_metadata(bytes)
+        let (header, metadata) = SafeTensors::read_metadata(bytes)
             .map_err(|e| invalid(format!("not a safetensors file: {e}")))?;
+        let range = checksum_range(header, &metadata)?;
+        if checksum(bytes, range.clone())[..] != bytes[range] {
+            return Err(invalid(
+                "corrupted: its bytes do not match its SHA-256 checksum",
+            ));
+        }
         let tensors = SafeTensors::deserialize(bytes)
             .map_err(|e| invalid(format!("not a safetensors file: {e}")))?;
         let text = match metadata.metadata() {
@@ -593,6 +603,39 @@ fn narrow(v: f64, row: usize) -> Result<f32> {
     }
 }
 
+/// The byte range of the `checksum` tensor in the file, which must be `U8` of shape `[32]`.
+fn checksum_range(header: usize, metadata: &safetensors::tensor::Metadata) -> Result<Range<usize>> {
+    match metadata.info(CHECKSUM) {
+        Some(info) if info.dtype == Dtype::U8 && info.shape == [32] => {
+            let (begin, end) = info.data_offsets;
+            Ok(8 + header + begin..8 + header + end)
+        }
+        _ => Err(invalid(format!(
+            "the header has no {CHECKSUM:?} tensor of 32 bytes (U8)"
+        ))),
+    }
+}
+
+/// The SHA-256 of `bytes` without those of `range`.
+fn checksum(bytes: &[u8], range: Range<usize>) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(&bytes[..range.start]);
+    hasher.update(&bytes[range.end..]);
+    hasher.finalize().into()
+}
+
+/// Writes into a model file's `checksum` tensor the SHA-256 of every other byte, as a
+/// writer does last (it wrote the tensor as 32 zeros first). An error if `bytes` is not
+/// a safetensors file with such a tensor.
+pub fn seal(bytes: &mut [u8]) -> Result<()> {
+    let (header, metadata) = SafeTensors::read_metadata(bytes)
+        .map_err(|e| invalid(format!("not a safetensors file: {e}")))?;
+    let range = checksum_range(header, &metadata)?;
+    let digest = checksum(bytes, range.clone());
+    bytes[range].copy_from_slice(&digest);
+    Ok(())
+}
+
 fn show(value: Option<&Value>) -> String {
     match value {
         None => "missing".to_string(),
@@ -807,9 +850,13 @@ impl Predictor {
         ];
         let mut present = HashMap::new();
         for (name, view) in tensors.iter() {
-            if ![Dtype::F64, Dtype::F32, Dtype::I64, Dtype::BOOL].contains(&view.dtype()) {
+            if name == CHECKSUM {
+                continue;
+            }
+            if ![Dtype::F64, Dtype::F32, Dtype::I64, Dtype::BOOL, Dtype::U8].contains(&view.dtype())
+            {
                 return Err(invalid(format!(
-                    "tensor {name:?} has dtype {:?}; the format uses F64, F32, I64 and BOOL",
+                    "tensor {name:?} has dtype {:?}; the format uses F64, F32, I64, BOOL and U8",
                     view.dtype()
                 )));
             }
@@ -1083,17 +1130,30 @@ pub fn example_file() -> Vec<u8> {
     });
     let bytes = |v: &[f64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
     let tensors = [
-        ("predict.points", vec![2, 2], bytes(&[0.0, 0.0, 1.0, 1.0])),
-        ("predict.weights", vec![2, 1], bytes(&[-2.0, 2.0])),
-        ("predict.bias", vec![1], bytes(&[0.1])),
+        (
+            "predict.points",
+            Dtype::F64,
+            vec![2, 2],
+            bytes(&[0.0, 0.0, 1.0, 1.0]),
+        ),
+        (
+            "predict.weights",
+            Dtype::F64,
+            vec![2, 1],
+            bytes(&[-2.0, 2.0]),
+        ),
+        ("predict.bias", Dtype::F64, vec![1], bytes(&[0.1])),
+        (CHECKSUM, Dtype::U8, vec![32], vec![0; 32]),
     ];
     let views: Vec<_> = tensors
         .iter()
-        .map(|(name, shape, data)| {
-            let view = TensorView::new(Dtype::F64, shape.clone(), data).expect("consistent");
+        .map(|(name, dtype, shape, data)| {
+            let view = TensorView::new(*dtype, shape.clone(), data).expect("consistent");
             (*name, view)
         })
         .collect();
     let metadata = HashMap::from([("gkfda".to_string(), predictor.to_string())]);
-    safetensors::serialize(views, Some(metadata)).expect("a valid file")
+    let mut file = safetensors::serialize(views, Some(metadata)).expect("a valid file");
+    seal(&mut file).expect("a checksum tensor");
+    file
 }

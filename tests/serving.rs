@@ -52,9 +52,17 @@ struct Spec {
 }
 
 impl Spec {
+    /// The file, sealed with its checksum (unless the spec has its own `checksum`).
     fn bytes(&self) -> Vec<u8> {
-        let views: Vec<_> = self
-            .tensors
+        let mut tensors = self.tensors.clone();
+        let sealed = !tensors.iter().any(|(name, _)| name == "checksum");
+        if sealed {
+            tensors.push((
+                "checksum".to_string(),
+                Tensor(Dtype::U8, vec![32], vec![0; 32]),
+            ));
+        }
+        let views: Vec<_> = tensors
             .iter()
             .map(|(name, Tensor(dtype, shape, data))| {
                 (
@@ -64,7 +72,11 @@ impl Spec {
             })
             .collect();
         let metadata = HashMap::from([("gkfda".to_string(), self.meta.to_string())]);
-        safetensors::serialize(views, Some(metadata)).expect("serializable")
+        let mut bytes = safetensors::serialize(views, Some(metadata)).expect("serializable");
+        if sealed {
+            gkfda::model::seal(&mut bytes).expect("a checksum tensor");
+        }
+        bytes
     }
 
     fn load(&self) -> gkfda::Result<Model> {
@@ -544,16 +556,50 @@ fn every_truncation_and_byte_flip_is_refused_or_harmless() {
     let mut longer = bytes.clone();
     longer.push(0);
     assert!(Model::from_bytes(&longer).is_err());
-    let x = inputs(2);
+    // The checksum covers every byte: a flip anywhere is refused.
     for position in 0..bytes.len() {
         for mask in [0x01, 0x80, 0xff] {
             let mut flipped = bytes.clone();
             flipped[position] ^= mask;
-            if let Ok(model) = Model::from_bytes(&flipped) {
-                let _ = model.predict_proba(&x, 2);
-                let _ = model.decision_function(&x, 2);
-            }
+            assert!(Model::from_bytes(&flipped).is_err(), "flip at {position}");
         }
+    }
+}
+
+#[test]
+fn the_checksum_is_required_and_checked() {
+    let s = binary_rbf();
+    let mut unsealed = s.clone();
+    unsealed.set("checksum", Tensor(Dtype::U8, vec![32], vec![0; 32]));
+    let message = unsealed.load().unwrap_err().to_string();
+    assert!(message.contains("checksum"), "{message}");
+    let mut no_checksum = s.clone();
+    no_checksum.set("other", f64s(&[1], &[1.0]));
+    let mut bytes = {
+        let views: Vec<_> = no_checksum
+            .tensors
+            .iter()
+            .map(|(n, Tensor(t, shape, data))| {
+                (n.clone(), TensorView::new(*t, shape.clone(), data).unwrap())
+            })
+            .collect();
+        let metadata = HashMap::from([("gkfda".to_string(), no_checksum.meta.to_string())]);
+        safetensors::serialize(views, Some(metadata)).unwrap()
+    };
+    assert!(gkfda::model::seal(&mut bytes).is_err());
+    assert!(Model::from_bytes(&bytes)
+        .unwrap_err()
+        .to_string()
+        .contains("checksum"));
+    for (dtype, shape) in [
+        (Dtype::U8, vec![31]),
+        (Dtype::I64, vec![4]),
+        (Dtype::U8, vec![4, 8]),
+    ] {
+        let mut wrong = s.clone();
+        let size = shape.iter().product::<usize>() * if dtype == Dtype::I64 { 8 } else { 1 };
+        wrong.set("checksum", Tensor(dtype, shape, vec![0; size]));
+        assert!(wrong.load().is_err());
     }
 }
 
@@ -575,11 +621,14 @@ fn a_wrong_header_is_refused() {
     let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
     let mut header: Value = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
     let data = &bytes[8 + n..];
+    // The header rewritten, then sealed again so that the checks behind the checksum
+    // are what refuses it.
     let rebuild = |header: &Value| {
         let text = header.to_string();
         let mut out = (text.len() as u64).to_le_bytes().to_vec();
         out.extend(text.as_bytes());
         out.extend(data);
+        let _ = gkfda::model::seal(&mut out);
         out
     };
     assert!(Model::from_bytes(&rebuild(&header)).is_ok());
