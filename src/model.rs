@@ -30,11 +30,13 @@ use crate::error::{Error, Result};
 use crate::kernel::{self, Bases, Kernel};
 use crate::link::Link;
 use crate::real::Real;
+use crate::tuning::DIRECT_EXPANSION_ROWS;
 use ndarray::{Array2, ArrayView2};
 use safetensors::tensor::TensorView;
 use safetensors::{Dtype, SafeTensors};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
+use std::any::TypeId;
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 use std::path::Path;
@@ -521,19 +523,26 @@ impl Model {
         Ok(z)
     }
 
-    /// Steps 1 and 4 as one kernel expansion (Python's own call).
+    /// Steps 1 and 4 as one kernel expansion: Python's own call, or for a few float64 rows
+    /// the direct loop (the same arithmetic to rounding).
     fn expand<F: Real>(
         &self,
         x: ArrayView2<F>,
         bases: &Bases<F>,
         stop: &AtomicBool,
     ) -> Result<Array2<f64>> {
+        let kernel = self.kernel.as_ref().expect("named kernel");
+        // float64 only: in float32 another order of the sums changes the kernel values by
+        // float32's rounding (~1e-7), and a row would no longer agree with Python's to 1e-12.
+        if x.nrows() <= DIRECT_EXPANSION_ROWS && TypeId::of::<F>() == TypeId::of::<f64>() {
+            return kernel::expansion_direct(x, bases, self.weights.view(), &self.bias, kernel);
+        }
         kernel::expansion_prepared(
             x,
             bases,
             self.weights.view(),
             &self.bias,
-            self.kernel.as_ref().expect("named kernel"),
+            kernel,
             self.n_threads,
             stop,
         )

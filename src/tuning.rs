@@ -88,3 +88,10 @@ pub(crate) const SHARED_FROM_BYTES: usize = 12 << 20;
 /// Rows per block of a kernel matrix (`kernel.rs`): one block's GEMM output stays in cache
 /// while the elementwise map runs over it (no measurement recorded).
 pub(crate) const KERNEL_BLOCK_ROWS: usize = 64;
+
+// --- Prediction from a model file (src/model.rs) ---
+
+/// Most rows a model predicts by the direct loop of `kernel::expansion_direct` rather than
+/// the blocked GEMM: below it, packing the bases for the GEMM costs more than the products
+/// (one row at k = 50, d = 20: ~1.0 µs through the GEMM; see `examples/serving_latency`).
+pub(crate) const DIRECT_EXPANSION_ROWS: usize = 4;
