@@ -263,7 +263,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
             kernel_bytes = entries * np.dtype(dtype).itemsize
         check_fit_fits(m, k, selections, dtype, kernel_bytes)
         if callable(self.kernel):
-            K = _check_callable_output(np.asarray(self.kernel(X, X), dtype=np.float64), (m, m))
+            K = _check_callable_output(self.kernel(X, X), (m, m))
             K = _convert(K, dtype, "kernel")
             check_precomputed_kernel(K, argument="kernel")
             return K
@@ -280,8 +280,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
             return precomputed_columns(X, basis_indices, self.n_features_in_)
         basis = self._support_points[basis_indices]
         if callable(self.kernel):
-            cross = np.asarray(self.kernel(X, basis), dtype=np.float64)
-            return _check_callable_output(cross, (len(X), len(basis)))
+            return _check_callable_output(self.kernel(X, basis), (len(X), len(basis)))
         X = _convert(X, dtype, "X")
         return _check_overflow(
             _core.kernel_matrix(X, np.ascontiguousarray(basis, dtype=dtype), **self._kernel_params(),

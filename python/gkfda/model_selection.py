@@ -19,11 +19,11 @@ from sklearn.metrics import check_scoring, get_scorer_names, log_loss
 from sklearn.model_selection import StratifiedKFold, check_cv
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import _safe_split
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.parallel import Parallel, delayed
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from ._kernels import _default_gamma
+from ._kernels import _default_gamma, validate_input
+from ._validation import encoded_classes
 from .estimator import GreedyKFDA
 
 #: The range of the default gamma grid, as powers of 2 times the data's scale.
@@ -230,7 +230,12 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
     def _check_splits(self, X, y, groups):
         cv = check_cv(self.cv, y, classifier=True)
         n_samples = X.shape[0]
-        n_splits = cv.get_n_splits(X, y, groups)
+        if groups is not None and np.shape(groups)[:1] != (n_samples,):
+            raise ValueError(f"groups: must have one value per sample of X ({n_samples}), got shape {np.shape(groups)}")
+        try:
+            n_splits = cv.get_n_splits(X, y, groups)
+        except ValueError as error:
+            raise _splitter_error(error) from error
         if n_splits > n_samples:
             raise ValueError(f"cv: {n_splits} folds need at least {n_splits} samples, got {n_samples}")
         if isinstance(cv, StratifiedKFold):
@@ -242,10 +247,20 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
                     f"cv: class {label!r} has {counts[fewest]} members, fewer than the {n_splits} "
                     "folds; use fewer folds (cv=...) or more samples"
                 )
-        splits = [(np.asarray(train), np.asarray(test)) for train, test in cv.split(X, y, groups)]
-        for i, (train, _) in enumerate(splits):
+        try:
+            splits = [(np.asarray(train), np.asarray(test)) for train, test in cv.split(X, y, groups)]
+        except ValueError as error:  # other splitters' checks of the classes or groups
+            raise _splitter_error(error) from error
+        for i, (train, test) in enumerate(splits):
             if len(np.unique(y[train])) < 2:
                 raise ValueError(f"cv: the training set of split {i} has only one class")
+            unseen = np.setdiff1d(y[test], y[train])
+            if self.scoring == "neg_log_loss" and len(unseen):
+                # GridSearchCV scores such a split NaN: its model gives the class no probability.
+                raise ValueError(
+                    f"y: class {unseen.tolist()[0]!r} is in the test set of split {i} but not in its training "
+                    "set, so scoring='neg_log_loss' cannot score it; use a stratified cv"
+                )
         return splits
 
     def _k_ceiling(self, splits):
@@ -280,11 +295,8 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
         -------
         self : GreedyKFDACV
         """
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], ensure_min_samples=2)
-        check_classification_targets(y)
-        classes = np.unique(y)
-        if len(classes) < 2:
-            raise ValueError(f"y: needs samples of at least two classes, got 1 class ({classes.tolist()[0]!r})")
+        X, y = validate_input(self, X, reset=True, y=y)
+        encoded_classes(y)  # at least two classes
         gammas = self._gamma_grid(X)
         regs = self._reg_grid()
         splits = self._check_splits(X, y, groups)
@@ -362,7 +374,7 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
 
     def _delegate(self, method, X, *args):
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        X = validate_input(self, X, reset=False)
         return getattr(self.best_estimator_, method)(X, *args)
 
     def predict(self, X):
@@ -388,6 +400,12 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
     def score(self, X, y):
         """Accuracy of :attr:`best_estimator_` on ``(X, y)``."""
         return self._delegate("score", X, y)
+
+
+def _splitter_error(error):
+    """A splitter's ``ValueError`` with the argument at fault in front."""
+    argument = "groups" if "'groups'" in str(error) else "cv"  # "The 'groups' parameter should not be None."
+    return ValueError(f"{argument}: {error}")
 
 
 def _positive_grid(values, name, strictly):

@@ -42,6 +42,7 @@ from ._core import CRITERIA, DEFLATIONS, KERNELS
 from ._kernels import (
     _LARGEST_DEGREE,
     _LARGEST_THREADS,
+    _check_callable_output,
     _count,
     _Number,
     kernel_between,
@@ -126,9 +127,10 @@ def matching_pursuit_bound(m, k, t, delta=0.05):
     return 2.0 * total / rest
 
 
-def _cholesky(K_sub):
+def _cholesky(K_sub, argument="X"):
     """Lower ``L`` with ``L L' = K_sub`` (float64); a jitter of 1e-10 of the mean diagonal
-    where rounding (float32 kernels) left the chosen points' kernel not quite positive."""
+    where rounding (float32 kernels) left the chosen points' kernel not quite positive.
+    ``argument`` names the kernel's source in the message of an indefinite one."""
     K_sub = np.asarray(K_sub, dtype=np.float64)
     scale = float(np.mean(np.diagonal(K_sub))) if K_sub.size else 1.0
     for jitter in (0.0, 1e-10, 1e-8, 1e-6):
@@ -136,7 +138,11 @@ def _cholesky(K_sub):
             return cholesky(K_sub + jitter * scale * np.eye(len(K_sub)), lower=True)
         except np.linalg.LinAlgError:
             continue
-    raise np.linalg.LinAlgError("the chosen points' kernel is not positive definite")
+    # A precomputed or callable kernel can pass the checks of its 2×2 minors and still be indefinite.
+    raise ValueError(
+        f"{argument}: the kernel must be positive semi-definite, but its submatrix of the {len(K_sub)} "
+        "chosen points has no Cholesky factor"
+    )
 
 
 def _features(L, cross):
@@ -185,6 +191,10 @@ class _KernelPursuit(BaseEstimator):
     def _kernel_name(self):
         return "callable" if callable(self.kernel) else self.kernel
 
+    def _blamed(self, argument="X"):
+        """The argument a degenerate training kernel is blamed on: the callable, else the data."""
+        return "kernel" if callable(self.kernel) else argument
+
     def _kernel_params(self):
         return {"gamma": self._gamma, "degree": int(self.degree), "coef0": float(self.coef0)}
 
@@ -192,15 +202,15 @@ class _KernelPursuit(BaseEstimator):
         """The training kernel of ``X`` (``X`` itself, checked, when precomputed); first
         ``gamma``, and the memory check of a fit with ``kernels`` m×m matrices and ``k`` picks."""
         dtype = self._dtype()
-        self._gamma = resolve_gamma(self.gamma, self._kernel_name(), X, dtype)
+        self._gamma = resolve_gamma(self.gamma, self._kernel_name(), X, dtype, argument)
         if self._precomputed():
             return precomputed_training_kernel(X, dtype, k, kernels, argument)
         m = X.shape[0]
         itemsize = np.dtype(dtype).itemsize
         if callable(self.kernel):  # the callable's float64 matrix, and its copy in dtype
             itemsize += 8 if dtype == np.float32 else 0
-        check_fit_fits(m, k, kernels, dtype, kernels * m * m * itemsize)
-        return kernel_between(X, None, self.kernel, self._kernel_params(), dtype, self._threads())
+        check_fit_fits(m, k, kernels, dtype, kernels * m * m * itemsize, argument)
+        return kernel_between(X, None, self.kernel, self._kernel_params(), dtype, self._threads(), argument)
 
     def _points(self, X, indices):
         """The training points ``X[indices]`` a model keeps: none of a precomputed kernel,
@@ -215,7 +225,7 @@ class _KernelPursuit(BaseEstimator):
             return np.asarray(precomputed_columns(X, support, self.n_features_in_, argument), dtype=np.float64)
         params = self._kernel_params() if gamma is None else {**self._kernel_params(), "gamma": gamma}
         return np.asarray(
-            kernel_between(X, basis, self.kernel, params, self._dtype(), self._threads()), dtype=np.float64
+            kernel_between(X, basis, self.kernel, params, self._dtype(), self._threads(), argument), dtype=np.float64
         )
 
     def _self_kernel(self, X, gamma=None):
@@ -228,7 +238,7 @@ class _KernelPursuit(BaseEstimator):
             return np.einsum("ij,ij->i", X, X)
         if self.kernel == "poly":
             return (gamma * np.einsum("ij,ij->i", X, X) + self.coef0) ** int(self.degree)
-        return np.array([float(np.asarray(self.kernel(row[None], row[None]))[0, 0]) for row in X])
+        return np.array([_check_callable_output(self.kernel(row[None], row[None]), (1, 1))[0, 0] for row in X])
 
     def _resolved_count(self, name, value, m):
         """``value`` bases, at most ``m`` (lowered with a warning, so a grid works on small folds)."""
@@ -356,8 +366,9 @@ class KernelMatchingPursuit(RegressorMixin, _KernelPursuit):
         -------
         self
         """
+        if y is not None:  # None gets scikit-learn's "requires y to be passed"
+            y = _numeric_target(y)
         X, y = validate_input(self, X, reset=True, y=y, y_numeric=True)
-        y = np.asarray(y, dtype=np.float64)
         m = X.shape[0]
         k = self._resolved_count("k", self.k, m)
         K = self._training_kernel(X, k)
@@ -390,6 +401,10 @@ class KernelMatchingPursuit(RegressorMixin, _KernelPursuit):
         X = validate_input(self, X, reset=False)
         return self._cross(X, self.support_, self.support_vectors_) @ self.coef_ + self.intercept_
 
+    def score(self, X, y, sample_weight=None):
+        """The coefficient of determination R² of ``predict(X)`` against ``y`` (scikit-learn's)."""
+        return super().score(X, _numeric_target(y), sample_weight)
+
     def loss_bound(self, X, y, alpha, delta=0.05):
         """Bound on ``P(|f(x) − y| > alpha)`` for a new point, from the training set.
 
@@ -412,13 +427,31 @@ class KernelMatchingPursuit(RegressorMixin, _KernelPursuit):
         check_full_state(self, "loss_bound")
         _check_bound_arguments(alpha, delta)
         X = validate_input(self, X, reset=False)
-        y = column_or_1d(y)
+        y = _numeric_target(y)  # a NaN would count as no error, and tighten the bound
         if len(y) != len(X):
             raise ValueError(f"y: has {len(y)} values but X has {len(X)} samples")
         self._check_training_rows(len(X))
         errors = np.abs(self.predict(X) - y) > alpha
         errors[self.support_] = False
         return matching_pursuit_bound(self.n_samples_fit_, self.k_, int(errors.sum()), delta)
+
+
+def _numeric_target(y):
+    """A regression target as a 1-D float64 array, refused unless of finite real numbers."""
+    try:
+        y = column_or_1d(y, warn=True)
+    except ValueError as error:  # "y should be a 1d array, …", "Complex data not supported …"
+        message = str(error)
+        raise ValueError(message if re.match(r"y\b", message) else f"y: {message}") from error
+    if y.dtype.kind in "US":
+        raise ValueError("y: must be numeric, got strings")
+    try:
+        y = y.astype(np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"y: must be numeric, got values of dtype {y.dtype}") from None
+    if not np.all(np.isfinite(y)):
+        raise ValueError("y: must be finite, got NaN or infinity")
+    return y
 
 
 def _check_bound_arguments(alpha, delta):
@@ -511,8 +544,10 @@ class SparseKernelPCA(TransformerMixin, _KernelPursuit):
         k = self._resolved_count("n_components", self.n_components, m)
         K = self._training_kernel(X, k)
         indices, scores, stopped_early = _select("pca", K, k, self._threads())
+        if len(indices) == 0:  # every diagonal entry, so (PSD) every entry, is 0
+            raise ValueError(f"{self._blamed()}: the kernel matrix of the training set is zero: no point can be chosen")
         self._warn_if_short(stopped_early, len(indices), k)
-        self._factor = _cholesky(K[np.ix_(indices, indices)])
+        self._factor = _cholesky(K[np.ix_(indices, indices)], self._blamed())
         Z = _features(self._factor, K[:, indices])
         values, vectors = eigh(Z.T @ Z)
         order = np.argsort(-values, kind="stable")
@@ -737,7 +772,7 @@ class SparseKernelCCA(TransformerMixin, _KernelPursuit):
             y = check_array(y, dtype=[np.float64, np.float32], ensure_2d=False, input_name="y")
         except (TypeError, ValueError) as error:
             message = str(error)
-            raise type(error)(message if re.search(r"\by\b", message) else f"y: {message}") from error
+            raise type(error)(message if re.match(r"y\b", message) else f"y: {message}") from error
         if y.ndim == 1:
             y = y.reshape(-1, 1)
         if y.ndim != 2:
@@ -782,13 +817,20 @@ class SparseKernelCCA(TransformerMixin, _KernelPursuit):
         indices, scores, stopped_early = _select(
             "correlation", Kx, k, self._threads(), second_kernel=Ky, signed=bool(self.signed)
         )
+        if len(indices) == 0:  # no pair's kernel column is nonzero in both views
+            zero = [name for name, K in (("X", Kx), ("y", Ky)) if not K.any()]
+            if zero:
+                raise ValueError(
+                    f"{self._blamed(zero[0])}: the kernel matrix of the training set is zero: no pair can be chosen"
+                )
+            raise ValueError("X, y: no training pair has a nonzero kernel column in both views: no pair can be chosen")
         self._warn_if_short(stopped_early, len(indices), k)
         n_components = min(int(self.n_components), len(indices))
         if n_components < self.n_components:
             warnings.warn(f"n_components={self.n_components} is more than the {len(indices)} points chosen: "
                           f"{n_components} canonical directions are used.", UserWarning, stacklevel=3)
-        self._x_factor = _cholesky(Kx[np.ix_(indices, indices)])
-        self._y_factor = _cholesky(Ky[np.ix_(indices, indices)])
+        self._x_factor = _cholesky(Kx[np.ix_(indices, indices)], self._blamed("X"))
+        self._y_factor = _cholesky(Ky[np.ix_(indices, indices)], self._blamed("y"))
         Zx = _features(self._x_factor, Kx[:, indices])
         Zy = _features(self._y_factor, Ky[:, indices])
         self._x_mean = Zx.mean(axis=0) if self.center else np.zeros(Zx.shape[1])
