@@ -408,7 +408,7 @@ def test_nystroem_fisher_criterion_with_a_continuous_target(data):
     "estimator, name",
     [(KernelMatchingPursuit(k=0), "k"), (SparseKernelPCA(n_components=True), "n_components"),
      (SparseKernelCCA(reg=-1.0), "reg"), (GreedyNystroem(criterion="best"), "criterion"),
-     (KernelMatchingPursuit(kernel="sigmoid"), "kernel"), (SparseKernelPCA(dtype="int32"), "dtype")],
+     (KernelMatchingPursuit(kernel="sigmoidal"), "kernel"), (SparseKernelPCA(dtype="int32"), "dtype")],
 )
 def test_parameters_are_validated(data, estimator, name):
     X, y = data

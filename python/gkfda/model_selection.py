@@ -22,7 +22,7 @@ from sklearn.utils.metaestimators import _safe_split
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
-from ._kernels import _default_gamma, validate_input
+from ._kernels import _default_gamma, uses_gamma, validate_input
 from ._validation import encoded_classes
 from .estimator import GreedyKFDA
 
@@ -56,7 +56,8 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
     Parameters
     ----------
     gammas : int or array-like of float, default=4
-        The ``gamma`` grid of the ``rbf`` and ``poly`` kernels. An int ``n`` asks for
+        The ``gamma`` grid of the kernels that have one (``rbf``, ``poly``, ``sigmoid``,
+        ``laplacian``, ``chi2``). An int ``n`` asks for
         ``n`` values relative to the data's scale ``s = 1 / (n_features · Var(X))``
         (scikit-learn's ``gamma="scale"``, computed on the ``X`` given to ``fit``):
         ``s · 2**e`` with ``n`` exponents ``e`` evenly spaced from -7 to -1 (the default
@@ -64,8 +65,9 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
         the best ``gamma`` of this model, as of ``SVC``, lay in that range on the
         benchmarks of ``benches/bench_cv.py``; a wider kernel (small ``gamma``) also
         makes the selection stop early, at little cost, when the kernel's rank runs out.
-        An array gives the values themselves (positive). The ``linear``, ``precomputed``
-        and callable kernels have no ``gamma``: leave it an int, and none is searched.
+        An array gives the values themselves (positive). The ``linear``, ``cosine``,
+        ``additive_chi2``, ``precomputed`` and callable kernels have no ``gamma``: leave it
+        an int, and none is searched.
     max_k : int or None, default=None
         The largest number of bases; every ``k`` from 1 to ``max_k`` is a candidate.
         ``None`` means ``min(100, smallest training fold)``: the selection's time grows
@@ -165,8 +167,8 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
         deflation="schur",
         stages=1,
         kernel="rbf",
-        degree=3,
-        coef0=1.0,
+        degree=None,
+        coef0=None,
         priors=None,
         multiclass="shared",
         dtype="float64",
@@ -211,13 +213,12 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
     # -- the grid ---------------------------------------------------------------------
 
     def _gamma_grid(self, X):
-        uses_gamma = not callable(self.kernel) and self.kernel in ("rbf", "poly")
         if isinstance(self.gammas, numbers.Integral):
-            if not uses_gamma:
+            if not uses_gamma(self.kernel):
                 return [None]
             exponents = np.linspace(*GAMMA_EXPONENTS, self.gammas) if self.gammas > 1 else [np.mean(GAMMA_EXPONENTS)]
             return (_default_gamma(X) * 2.0 ** np.asarray(exponents)).tolist()
-        if not uses_gamma:
+        if not uses_gamma(self.kernel):
             name = "callable" if callable(self.kernel) else repr(self.kernel)
             raise ValueError(f"gammas: the {name} kernel has no gamma; leave gammas an int")
         return _positive_grid(self.gammas, "gammas", strictly=True).tolist()
