@@ -174,16 +174,20 @@ def test_unfitted():
         ({"criterion": "best"}, ValueError, r"'criterion' parameter of GreedyKFDA must be"),
         ({"criterion": None}, ValueError, r"'criterion' parameter of GreedyKFDA must be"),
         ({"deflation": "gram-schmidt"}, ValueError, r"'deflation' parameter of GreedyKFDA must be"),
-        ({"kernel": "sigmoid"}, ValueError, r"'kernel' parameter of GreedyKFDA must be"),
+        ({"kernel": "sigmoidal"}, ValueError, r"'kernel' parameter of GreedyKFDA must be"),
         ({"kernel": 3}, ValueError, r"'kernel' parameter of GreedyKFDA must be"),
         ({"gamma": 0.0}, ValueError, r"'gamma' parameter of GreedyKFDA must be"),
         ({"gamma": -1.0}, ValueError, r"'gamma' parameter of GreedyKFDA must be"),
         ({"gamma": np.nan}, ValueError, r"'gamma' parameter of GreedyKFDA must be"),
-        ({"gamma": "scale"}, TypeError, r"'gamma' parameter of GreedyKFDA must be"),
+        ({"gamma": "wide"}, ValueError, r"'gamma' parameter of GreedyKFDA must be"),
         ({"reg": -1e-3}, ValueError, r"'reg' parameter of GreedyKFDA must be"),
         ({"reg": np.inf}, ValueError, r"'reg' parameter of GreedyKFDA must be"),
         ({"degree": 0}, ValueError, r"'degree' parameter of GreedyKFDA must be"),
-        ({"degree": 2.0}, TypeError, r"'degree' parameter of GreedyKFDA must be"),
+        ({"degree": 0.5}, ValueError, r"'degree' parameter of GreedyKFDA must be"),
+        ({"degree": "2"}, TypeError, r"'degree' parameter of GreedyKFDA must be"),
+        ({"kernel": "precomputed", "gamma": 1.0}, ValueError, r"^gamma: don't pass gamma, coef0 or degree to GreedyKFDA"),
+        ({"kernel": "precomputed", "degree": 3}, ValueError, r"^degree: don't pass gamma, coef0 or degree"),
+        ({"kernel": lambda A, B: A @ B.T, "coef0": 1.0}, ValueError, r"^coef0: don't pass gamma, coef0 or degree"),
         ({"coef0": np.nan}, ValueError, r"'coef0' parameter of GreedyKFDA must be"),
         ({"dtype": "float16"}, ValueError, r"'dtype' parameter of GreedyKFDA must be"),
         ({"dtype": "int32"}, ValueError, r"'dtype' parameter of GreedyKFDA must be"),
@@ -737,3 +741,181 @@ def test_reg_zero_with_k_near_m_predicts_what_its_probabilities_say():
         assert np.all(np.isfinite(proba))
         np.testing.assert_array_equal(model.predict(X), model.classes_[proba.argmax(axis=1)])
         assert model.score(X_new, y_new) > 0.8
+
+
+# -- found by probing bad and odd input --------------------------------------------------
+
+
+@pytest.fixture
+def regression():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 3))
+    return X, X[:, 0] + 0.1 * rng.normal(size=30)
+
+
+def test_loss_bound_refuses_a_target_that_is_not_finite(regression):
+    from gkfda import KernelMatchingPursuit
+
+    X, y = regression
+    model = KernelMatchingPursuit(k=5).fit(X, y)
+    for bad in (np.nan, np.inf):
+        target = y.copy()
+        target[3] = bad  # a NaN error is no error: it made the bound tighter
+        with pytest.raises(ValueError, match=r"^y: must be finite"):
+            model.loss_bound(X, target, alpha=0.1)
+
+
+@pytest.mark.parametrize("target", [np.array(["a", "b"] * 15), np.array(["a", 1.0] * 15, dtype=object)])
+def test_a_regressor_refuses_a_target_of_strings(regression, target):
+    from gkfda import KernelMatchingPursuit
+
+    X, y = regression
+    with pytest.raises(ValueError, match=r"^y: must be numeric, got"):
+        KernelMatchingPursuit(k=3).fit(X, target)
+    model = KernelMatchingPursuit(k=3).fit(X, y)
+    for method in (model.score, lambda X, y: model.loss_bound(X, y, alpha=0.1)):
+        with pytest.raises(ValueError, match=r"^y: must be numeric, got"):
+            method(X, target)
+
+
+def test_a_zero_kernel_is_refused_by_sparse_kernel_pca_and_cca(regression):
+    from gkfda import SparseKernelCCA, SparseKernelPCA
+
+    X, _ = regression
+    zero, zeros = np.zeros((30, 30)), np.zeros((30, 3))
+    with pytest.raises(ValueError, match=r"^X: the kernel matrix of the training set is zero"):
+        SparseKernelPCA(n_components=3, kernel="precomputed").fit(zero)
+    with pytest.raises(ValueError, match=r"^X: the kernel matrix of the training set is zero"):
+        SparseKernelPCA(n_components=3, kernel="linear").fit(zeros)
+    with pytest.raises(ValueError, match=r"^kernel: the kernel matrix of the training set is zero"):
+        SparseKernelPCA(n_components=3, kernel=lambda A, B: np.zeros((len(A), len(B)))).fit(X)
+    with pytest.raises(ValueError, match=r"^X: the kernel matrix of the training set is zero"):
+        SparseKernelCCA(k=3, n_components=1, kernel="precomputed").fit(zero, zero)
+    with pytest.raises(ValueError, match=r"^y: the kernel matrix of the training set is zero"):
+        SparseKernelCCA(k=3, n_components=1, kernel="linear").fit(X, zeros)
+
+
+def test_an_indefinite_precomputed_kernel_that_passes_the_minors_is_named_by_cca(regression):
+    from gkfda import SparseKernelCCA
+
+    X, _ = regression
+    indefinite = 2.0 * np.eye(30) - 1.0  # every 2×2 minor is 0, one eigenvalue is -28
+    kernel = rbf_kernel(X, gamma=0.5)
+    with pytest.raises(ValueError, match=r"^X: the kernel must be positive semi-definite"):
+        SparseKernelCCA(k=5, n_components=1, kernel="precomputed").fit(indefinite, kernel)
+    with pytest.raises(ValueError, match=r"^y: the kernel must be positive semi-definite"):
+        SparseKernelCCA(k=5, n_components=1, kernel="precomputed").fit(kernel, indefinite)
+
+
+def test_cca_names_y_for_an_overflow_in_the_second_view(regression):
+    from gkfda import SparseKernelCCA
+
+    X, _ = regression
+    Y = np.random.default_rng(1).normal(size=(30, 2))
+    with pytest.raises(ValueError, match=r"^y: the kernel matrix overflows float64"):
+        SparseKernelCCA(k=5, n_components=1, kernel="linear").fit(X, Y * 1e200)
+    with pytest.raises(ValueError, match=r"^y: the kernel matrix overflows float32"):
+        SparseKernelCCA(k=5, n_components=1, kernel="linear", dtype="float32").fit(X, Y * 1e30)
+    with pytest.raises(ValueError, match=r"^y: the variance of the features overflows"):
+        SparseKernelCCA(k=5, n_components=1).fit(X, Y * 1e300)
+    model = SparseKernelCCA(k=2, n_components=1, kernel="linear").fit(X, Y * 1e3)
+    with pytest.raises(ValueError, match=r"^y: the kernel matrix overflows float64"):
+        model.transform(X, Y * 1e306)
+
+
+def test_a_huge_radius_gives_a_vacuous_bound(data):
+    from gkfda.bounds import fisher_discriminant_bound
+
+    X, y = data
+    assert GreedyKFDA(k=3).fit(X, y).generalisation_bound(radius=1e300).value == 1.0
+    assert fisher_discriminant_bound((0.5, 0.5), (0.05, 0.05), (50, 50), (1, 1), radius=1e300).value == 1.0
+    assert fisher_discriminant_bound((1e200, 1e200), (1.0, 1.0), (50, 50), (1, 1)).value == 0.0
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        lambda A, B: np.full((len(A), len(B)), "x"),
+        lambda A, B: (A @ B.T).astype(complex),
+        lambda A, B: np.array([[object()] * len(B)] * len(A)),
+        lambda A, B: [[1.0], [1.0, 2.0]],
+    ],
+    ids=["strings", "complex", "objects", "ragged"],
+)
+def test_a_callable_kernel_must_return_real_numbers(data, output):
+    from gkfda import KernelMatchingPursuit
+
+    X, y = data
+    for estimator in (GreedyKFDA(k=3, kernel=output), KernelMatchingPursuit(k=3, kernel=output)):
+        with pytest.raises(ValueError, match=r"^kernel: the callable must return a matrix of real numbers"):
+            estimator.fit(X, y)
+
+
+def test_a_callable_kernel_returning_a_sparse_matrix_is_densified(data):
+    scipy_sparse = pytest.importorskip("scipy.sparse")
+    from gkfda import KernelMatchingPursuit, SparseKernelPCA
+
+    X, y = data
+    def dense(A, B):
+        return rbf_kernel(A, B, gamma=0.5)
+
+    def sparse(A, B):
+        return scipy_sparse.csr_matrix(dense(A, B))
+
+    for estimator in (GreedyKFDA, KernelMatchingPursuit):
+        np.testing.assert_allclose(
+            estimator(k=3, kernel=sparse).fit(X, y).predict(X), estimator(k=3, kernel=dense).fit(X, y).predict(X)
+        )
+    errors = [SparseKernelPCA(n_components=3, kernel=kernel).fit(X).reconstruction_error(X)
+              for kernel in (sparse, dense)]
+    assert errors[0] == pytest.approx(errors[1])
+
+
+def _search(**options):
+    from gkfda import GreedyKFDACV
+
+    return GreedyKFDACV(**{"gammas": [1.0], "max_k": 3, "cv": 3, **options})
+
+
+def test_cv_names_the_argument_at_fault(data):
+    from sklearn.model_selection import GroupKFold, StratifiedShuffleSplit
+
+    X, y = data
+    X_nan = X.copy()
+    X_nan[0, 0] = np.nan
+    y_nan = y.astype(float)
+    y_nan[0] = np.nan
+    cases = [
+        (lambda: _search().fit(X_nan, y), r"^X: Input X contains NaN"),
+        (lambda: _search().fit(X[:, 0], y), r"^X: Expected 2D array"),
+        (lambda: _search().fit(X[:1], y[:1]), r"^X: Found array with 1 sample"),
+        (lambda: _search().fit(X, y_nan), r"^y: Input y contains NaN"),
+        (lambda: _search().fit(X, np.linspace(0, 1, len(y))), r"^y: Unknown label type"),
+        (lambda: _search().fit(X, None), r"^y: .*requires y"),
+        (lambda: _search().fit(X, y[:-1]), r"^X, y: .*inconsistent numbers of samples"),
+        (lambda: _search(cv=GroupKFold(3)).fit(X, y, groups=np.arange(10)), r"^groups: must have one value per sample"),
+        (lambda: _search(cv=GroupKFold(3)).fit(X, y), r"^groups: The 'groups' parameter should not be None"),
+        (lambda: _search(cv=StratifiedShuffleSplit(3, test_size=0.5)).fit(X[:11], np.r_[[0] * 10, 1]),
+         r"^cv: The least populated class"),
+        (lambda: _search().fit(X, y).predict(X_nan), r"^X: Input X contains NaN"),
+        (lambda: GreedyKFDA(k=3).fit(X_nan, y), r"^X: Input X contains NaN"),
+    ]
+    for call, message in cases:
+        with pytest.raises(ValueError, match=message):
+            call()
+
+
+def test_neg_log_loss_refuses_a_class_missing_from_a_training_fold():
+    from sklearn.model_selection import GridSearchCV, KFold
+
+    X = np.random.default_rng(0).normal(size=(30, 3))
+    y = np.repeat([0, 1, 2], 10)  # unshuffled KFold(3): each training set misses a class
+    with pytest.raises(ValueError, match=r"^y: class 0 is in the test set of split 0 but not in its training set"):
+        _search(cv=KFold(3), scoring="neg_log_loss").fit(X, y)
+    # GridSearchCV cannot score those splits either: NaN, with a warning.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        search = GridSearchCV(GreedyKFDA(gamma=1.0), {"k": [2]}, cv=KFold(3), scoring="neg_log_loss").fit(X, y)
+    assert any("Scoring failed" in str(warning.message) for warning in caught)
+    assert np.isnan(search.cv_results_["mean_test_score"]).all()
+    assert _search(scoring="neg_log_loss").fit(X, y).best_score_ < 0  # stratified folds hold every class

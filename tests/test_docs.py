@@ -50,3 +50,16 @@ def test_version_command_prints_the_version(capsys):
         main(["--version"])
     assert stopped.value.code == 0
     assert capsys.readouterr().out.strip() == f"gkfda {gkfda.__version__}"
+
+
+def test_importing_gkfda_loads_no_estimator_stack():
+    """`import gkfda` (and so `gkfda --help`) loads the core alone: the estimators, and with
+    them NumPy, SciPy and scikit-learn, load on first use."""
+    import subprocess
+    import sys
+
+    code = "import sys, gkfda; print(sorted(m for m in ('numpy', 'scipy', 'sklearn', 'pandas') if m in sys.modules))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+    code = "import gkfda; print(gkfda.GreedyKFDA.__name__, gkfda.reference.__name__, 'save' in dir(gkfda))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "GreedyKFDA gkfda.reference True"

@@ -96,7 +96,7 @@ def _assert_log_of(log_proba, proba):
 def test_pickle_round_trip(moons, kernel):
     X, y = moons
     data = rbf_kernel(X, X, gamma=2.0) if kernel == "precomputed" else X
-    model = GreedyKFDA(k=15, gamma=2.0, kernel=kernel).fit(data, y)
+    model = GreedyKFDA(k=15, gamma=None if kernel == "precomputed" else 2.0, kernel=kernel).fit(data, y)
     restored = pickle.loads(pickle.dumps(model))
     assert restored.get_params() == model.get_params()
     assert_array_equal(restored.support_, model.support_)

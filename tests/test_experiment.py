@@ -119,7 +119,7 @@ def test_rerun_after_an_interrupt_resumes_without_losing_or_repeating_work(tmp_p
 
     summary = experiment.run_experiment(tiny_config(), tmp_path, progress=False)
     after = rows(tmp_path / "results.csv")
-    assert summary["tasks_skipped"] == 1 and summary["tasks_run"] == 2
+    assert summary["tasks_skipped"] == 2 and summary["tasks_run"] == 2  # done: the width and one method
     assert len(after) == 3 * 2
     assert len({(r["method"], r["realisation"]) for r in after}) == len(after)
     assert [r for r in after if r["method"] in finished] == before  # untouched
@@ -163,8 +163,12 @@ def test_command_line_runs_and_summarises(tmp_path, capsys):
     assert main(argv) == 0
     output = capsys.readouterr().out
     assert "| optimal/schur/1 |" in output and "wall time" in output
+    # A first run and a resume count the same tasks the same way: the width, the variant, the SVM.
+    assert "3 of 3 tasks run, 0 already complete" in output and "resuming" not in output
     assert main(argv) == 0  # everything done: nothing to run
-    assert "0 tasks run, 2 already done" in capsys.readouterr().out
+    output = capsys.readouterr().out
+    assert f"resuming: 3 of 3 tasks already complete in {tmp_path}" in output
+    assert "0 of 3 tasks run, 3 already complete" in output
     errors = np.array([float(r["test_error"]) for r in rows(tmp_path / "results.csv")])
     assert errors.shape == (4,)
 
@@ -211,3 +215,14 @@ def test_kfdaq_is_out_of_the_quick_job_and_in_the_full_one():
     assert set(protocol.KFDAQ_METHODS) <= set(ExperimentConfig().baselines)
     assert protocol.row_methods("kfdaq1") == ("kfdaq1-mcr", "kfdaq1-nrs")
     assert protocol.row_methods("svm") == ("svm",)
+
+
+def test_a_line_cut_off_mid_write_is_dropped_and_its_task_runs_again(tmp_path):
+    directory = experiment.ResultsDirectory(tmp_path)
+    row = dict.fromkeys(experiment.RESULT_COLUMNS, "1")
+    directory.append({"results": [dict(row, dataset="heart", method="svm", realisation=r) for r in (1, 2)]})
+    with open(directory.results, "a") as handle:
+        handle.write("heart,optimal/schur/1,optimal,sch")  # no newline: the write stopped here
+    _, complete = directory.done({("heart", "svm"): 2, ("heart", "optimal/schur/1"): 2})
+    assert complete == {("heart", "svm")}
+    assert [r["method"] for r in rows(directory.results)] == ["svm", "svm"]

@@ -202,6 +202,20 @@ def test_kernels_without_a_graph(kernel):
         skl2onnx.to_onnx(pipeline, fit_X[:1])
 
 
+@pytest.mark.parametrize("params", [{"kernel": "laplacian"}, {"kernel": "polynomial", "degree": 2.5, "coef0": 30.0}],
+                         ids=["laplacian", "fractional-degree"])
+def test_kernels_the_core_does_not_compute_are_refused(params):
+    X, y, _ = classification(2)
+    for model in (GreedyKFDA(k=5, **params).fit(X, y), GreedyNystroem(n_components=5, **params).fit(X)):
+        with pytest.raises(ValueError, match="^kernel: '(laplacian|polynomial)'.* cannot be exported to ONNX"):
+            to_onnx(model, X[:1])
+
+
+def test_the_polynomial_alias_and_an_integral_float_degree_are_exported():
+    X, y, _ = classification(2)
+    check_classifier(GreedyKFDA(k=8, kernel="polynomial", gamma=0.2, degree=2.0).fit(X, y), X, np.float64)
+
+
 def test_unfitted_and_bad_input():
     X, y, _ = classification(2)
     with pytest.raises(NotFittedError):

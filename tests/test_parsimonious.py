@@ -272,7 +272,7 @@ def test_huge_rho_learns_nothing_and_predicts_the_prior():
         ({"max_iter": 0}, "'max_iter' parameter"),
         ({"init": "zeros"}, "'init' parameter"),
         ({"penalize_bias": "yes"}, "'penalize_bias' parameter"),
-        ({"kernel": "sigmoid"}, "'kernel' parameter"),
+        ({"kernel": "sigmoidal"}, "'kernel' parameter"),
         ({"n_jobs": 0}, "'n_jobs' parameter"),
     ],
 )

@@ -211,6 +211,46 @@ def test_save_refuses_a_callable_kernel_and_an_unfitted_model(tmp_path):
         gkfda.save(StandardScaler().fit(X3), tmp_path / "model")
 
 
+@pytest.mark.parametrize(
+    "params",
+    [{"kernel": "laplacian"}, {"kernel": "sigmoid", "gamma": 0.01}, {"kernel": "poly", "degree": 2.5, "coef0": 30.0}],
+    ids=["laplacian", "sigmoid", "fractional-degree"],
+)
+def test_save_refuses_the_kernels_the_core_does_not_compute(tmp_path, params):
+    # pairwise_kernels computes them: a model file holds no code, and its reader's core would not.
+    for model in (GreedyKFDA(k=5, **params).fit(X3, Y2), GreedyNystroem(n_components=5, **params).fit(X3)):
+        with pytest.raises(ValueError, match="^kernel: a model with .* kernel cannot be saved to a model file"):
+            gkfda.save(model, tmp_path / "model")
+        assert not (tmp_path / "model").exists()
+
+
+@pytest.mark.parametrize(
+    "model",
+    [GreedyKFDA(k=6, gamma="scale"), GreedyKFDA(k=6, kernel="polynomial", gamma="auto", degree=2.0, coef0=0.5),
+     GreedyNystroem(n_components=6, kernel="poly", kernel_params={"gamma": 0.2, "degree": 2}),
+     SparseKernelPCA(n_components=6, gamma="auto")],
+    ids=["scale", "alias-auto-float-degree", "kernel-params", "pca-auto"],
+)
+def test_kernel_parameters_round_trip(tmp_path, model):
+    model.fit(X3, Y2) if isinstance(model, GreedyKFDA) else model.fit(X3)
+    gkfda.save(model, tmp_path / "model")
+    loaded = gkfda.load(tmp_path / "model")
+    assert loaded.get_params() == model.get_params()
+    method = "predict_proba" if isinstance(model, GreedyKFDA) else "transform"
+    np.testing.assert_array_equal(getattr(loaded, method)(TEST), getattr(model, method)(TEST))
+
+
+def test_a_file_without_kernel_params_loads(tmp_path):
+    # Written before GreedyNystroem took kernel_params: loaded with its default, None.
+    model = GreedyNystroem(n_components=6, gamma=0.3).fit(X3)
+    gkfda.save(model, tmp_path / "model")
+    data = _with_metadata((tmp_path / "model").read_bytes(), lambda m: m["params"].pop("kernel_params"))
+    (tmp_path / "old").write_bytes(data)
+    loaded = gkfda.load(tmp_path / "old")
+    assert loaded.kernel_params is None
+    np.testing.assert_array_equal(loaded.transform(TEST), model.transform(TEST))
+
+
 def test_params_that_are_not_data_are_written_as_null(tmp_path):
     model = GreedyKFDA(k=5, criterion="random", random_state=np.random.RandomState(0), dtype=np.float32)
     model.fit(X3, Y2)

@@ -10,13 +10,42 @@
 import os as _os
 import warnings as _warnings
 
-from . import _core, reference
+import importlib as _importlib
+
+from . import _core
 from ._core import CRITERIA, DEFLATIONS, KERNELS
-from .estimator import GreedyKFDA, fit
-from .parsimonious import ParsimoniousKFDA
-from .model_selection import GreedyKFDACV
-from .pursuit import GreedyNystroem, KernelMatchingPursuit, SparseKernelCCA, SparseKernelPCA, matching_pursuit_bound
-from ._serialization import load, save
+
+# The estimators (and with them NumPy, SciPy and scikit-learn, most of a second to import)
+# load on first use (PEP 562), so that `gkfda --help` and `import gkfda` alone answer at once.
+_LAZY = {
+    "GreedyKFDA": "estimator",
+    "fit": "estimator",
+    "ParsimoniousKFDA": "parsimonious",
+    "GreedyKFDACV": "model_selection",
+    "GreedyNystroem": "pursuit",
+    "KernelMatchingPursuit": "pursuit",
+    "SparseKernelCCA": "pursuit",
+    "SparseKernelPCA": "pursuit",
+    "matching_pursuit_bound": "pursuit",
+    "load": "_serialization",
+    "save": "_serialization",
+}
+_SUBMODULES = ("reference", "datasets", "bounds", "cli", "study", "onnx")
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        value = getattr(_importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    elif name in _SUBMODULES:
+        value = _importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__) | set(_SUBMODULES))
 
 __all__ = [
     "GreedyKFDA",

@@ -1,14 +1,22 @@
 """Kernel and parameter helpers shared by the estimators (``GreedyKFDA`` and the
-matching-pursuit family): parameter constraints that refuse booleans, dtype conversion
-that refuses overflow, scikit-learn's ``gamma="scale"``, and checks of kernel values."""
+matching-pursuit family): the kernels and their parameters' rules, parameter constraints
+that refuse booleans, dtype conversion that refuses overflow, scikit-learn's
+``gamma="scale"`` and ``"auto"``, and checks of kernel values.
+
+The core computes ``rbf``, ``linear`` and ``poly`` (integral degree); scikit-learn's other
+kernels (``sigmoid``, ``laplacian``, ``cosine``, ``chi2``, ``additive_chi2``, and ``poly``
+of a fractional degree) go through ``sklearn.metrics.pairwise.pairwise_kernels``; a model
+with one of those can be neither saved to a model file nor exported to ONNX."""
 
 from __future__ import annotations
 
 import re
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
-from sklearn.utils._param_validation import Interval
+from scipy import sparse
+from sklearn.metrics.pairwise import pairwise_kernels
+from sklearn.utils._param_validation import Interval, StrOptions, validate_parameter_constraints
 from sklearn.utils.validation import validate_data
 
 from . import _core
@@ -34,6 +42,118 @@ def _count(minimum=1, maximum=_LARGEST_COUNT):
     return _Number(Integral, minimum, maximum, closed="both")
 
 
+#: scikit-learn's name of a kernel the core computes under another name.
+_ALIASES = {"polynomial": "poly"}
+#: The parameters each named kernel uses (scikit-learn's ``KERNEL_PARAMS``); the core
+#: computes the first three, ``pairwise_kernels`` the others.
+_USES = {
+    "rbf": ("gamma",), "linear": (), "poly": ("gamma", "degree", "coef0"),
+    "sigmoid": ("gamma", "coef0"), "laplacian": ("gamma",), "cosine": (), "chi2": ("gamma",), "additive_chi2": (),
+}
+#: Every kernel name an estimator takes, besides ``"precomputed"`` and a callable.
+KERNEL_NAMES = (*_USES, *_ALIASES)
+#: The kernel parameters' rules, the same for every estimator. ``None`` is the kernel's
+#: own default (``degree=3``, ``coef0=1``; ``gamma``: see :func:`resolve_gamma`).
+KERNEL_CONSTRAINTS: dict = {
+    "kernel": [StrOptions({*KERNEL_NAMES, "precomputed"}), callable],
+    "gamma": [_Number(Real, 0, np.inf, closed="neither"), StrOptions({"scale", "auto"}), None],
+    "degree": [_Number(Real, 1, _LARGEST_DEGREE, closed="both"), None],
+    "coef0": [_Number(Real, -np.inf, np.inf, closed="neither"), None],
+}
+_DEFAULTS = {"degree": 3, "coef0": 1.0}
+
+
+def canonical_kernel(kernel) -> str:
+    """The kernel's name: ``"callable"``, ``"precomputed"``, or its name with aliases resolved."""
+    return "callable" if callable(kernel) else _ALIASES.get(kernel, kernel)
+
+
+def core_kernel(kernel, degree) -> str | None:
+    """The core's name of the kernel when the core computes it (``poly`` only of an
+    integral degree), else None."""
+    name = canonical_kernel(kernel)
+    if name in ("rbf", "linear") or name == "poly" and float(_DEFAULTS["degree"] if degree is None else degree).is_integer():
+        return name
+    return None
+
+
+def check_kernel_arguments(estimator):
+    """Nystroem's rules for the kernel's parameters: none of ``gamma``, ``degree`` and
+    ``coef0`` with a callable or precomputed kernel (a callable takes its own from
+    ``kernel_params``), and in ``kernel_params`` of a named kernel only the parameters it
+    uses, each valid as the constructor's."""
+    kernel = estimator.kernel
+    kernel_params = getattr(estimator, "kernel_params", None)
+    name = type(estimator).__name__
+    if callable(kernel) or kernel == "precomputed":
+        given = [parameter for parameter in ("gamma", "degree", "coef0") if getattr(estimator, parameter) is not None]
+        if given:
+            raise ValueError(
+                f"{given[0]}: don't pass gamma, coef0 or degree to {name} with a callable or precomputed kernel"
+                + ("; a callable takes its parameters from kernel_params" if hasattr(estimator, "kernel_params") else "")
+            )
+        if kernel == "precomputed" and kernel_params:
+            raise ValueError(f"kernel_params: a precomputed kernel takes no parameters, got {sorted(kernel_params)}")
+        return
+    if kernel_params:
+        uses = _USES[canonical_kernel(kernel)]
+        unused = sorted(set(kernel_params) - set(uses))
+        if unused:
+            takes = ", ".join(uses) if uses else "no parameters"
+            raise ValueError(f"kernel_params: the {kernel!r} kernel takes {takes}; got {unused}")
+        validate_parameter_constraints(
+            {parameter: KERNEL_CONSTRAINTS[parameter] for parameter in kernel_params}, kernel_params,
+            caller_name=f"{name}'s kernel_params",
+        )
+
+
+def given_kernel_parameter(estimator, parameter):
+    """``gamma``, ``degree`` or ``coef0`` as given: the constructor's, else that of
+    ``kernel_params`` (as Nystroem), else None."""
+    value = getattr(estimator, parameter)
+    if value is None and not callable(estimator.kernel):
+        value = (getattr(estimator, "kernel_params", None) or {}).get(parameter)
+    return value
+
+
+def kernel_parameters(estimator, gamma) -> dict:
+    """What :func:`kernel_between` takes of a fitted estimator's kernel: its ``gamma`` (as
+    resolved at fit), ``degree`` and ``coef0`` (``None``: the kernel's defaults), and a
+    callable's ``kernel_params``."""
+    params = {"gamma": gamma}
+    for parameter, default in _DEFAULTS.items():
+        value = given_kernel_parameter(estimator, parameter)
+        params[parameter] = default if value is None else value
+    if float(params["degree"]).is_integer():
+        params["degree"] = int(params["degree"])
+    params["coef0"] = float(params["coef0"])
+    if callable(estimator.kernel):
+        params["kernel_params"] = dict(getattr(estimator, "kernel_params", None) or {})
+    return params
+
+
+def portable_kernel(estimator, gamma, action) -> dict:
+    """The kernel as a model file and an ONNX graph hold it (``kernel``, ``gamma``,
+    ``degree``, ``coef0``); a ValueError naming ``kernel`` for one the core does not
+    compute (``action``: what cannot be done)."""
+    kernel = estimator.kernel
+    params = kernel_parameters(estimator, gamma)
+    if kernel == "precomputed":
+        name = "precomputed"
+    else:
+        name = None if callable(kernel) else core_kernel(kernel, params["degree"])
+        if name is None:
+            shown = "a callable" if callable(kernel) else repr(kernel)
+            if canonical_kernel(kernel) == "poly":
+                shown = f"{shown} of the fractional degree {params['degree']!r}"
+            raise ValueError(
+                f"kernel: a model with {shown} kernel cannot be {action}: only the built-in kernels rbf, linear "
+                "and poly (integral degree) can, or kernel='precomputed' with the kernel computed beforehand"
+            )
+    degree = params["degree"]
+    return {"kernel": name, "gamma": float(gamma), "degree": int(degree), "coef0": float(params["coef0"])}
+
+
 def _convert(A, dtype, argument):
     """``A`` as a C-contiguous array of ``dtype``, refusing values that overflow it."""
     A = np.asarray(A)
@@ -51,30 +171,41 @@ def _convert(A, dtype, argument):
     return converted
 
 
-def _default_gamma(X) -> float:
+def _default_gamma(X, argument="X") -> float:
     """``1 / (n_features · Var(X))`` like ``SVC(gamma="scale")``; 1 for constant X."""
     with np.errstate(over="ignore", invalid="ignore"):
         variance = float(X.var(dtype=np.float64))
     if not np.isfinite(variance):
-        raise ValueError("X: the variance of the features overflows float64; scale the features")
+        raise ValueError(f"{argument}: the variance of the features overflows float64; scale the features")
     gamma = 1.0 / (X.shape[1] * variance) if variance > 0 else 1.0
     return gamma if np.isfinite(gamma) else 1.0  # subnormal variance: X is constant too
 
 
-def _check_overflow(K):
+def _check_overflow(K, argument="X"):
     """A built-in kernel of finite X is finite unless its entries overflowed the dtype."""
     # One reduction with no m×m temporary: NaN and inf propagate to the sum.
     with np.errstate(over="ignore", invalid="ignore"):
         total = K.sum(dtype=np.float64)
     if not np.isfinite(total):
         raise ValueError(
-            f"X: the kernel matrix overflows {K.dtype.name}; scale the features"
+            f"{argument}: the kernel matrix overflows {K.dtype.name}; scale the features"
             + (" or use dtype='float64'" if K.dtype == np.float32 else "")
         )
     return K
 
 
 def _check_callable_output(K, shape):
+    """A callable kernel's output as a float64 array, checked of ``shape`` and finite."""
+    if sparse.issparse(K):  # densified, as SVC does with a callable kernel's output
+        K = K.toarray()
+    try:
+        K = np.asarray(K)
+        if K.dtype.kind not in "biufO":  # strings, complex numbers, dates
+            raise TypeError
+        K = K.astype(np.float64)
+    except (TypeError, ValueError):
+        kind = f"an array of dtype {K.dtype}" if isinstance(K, np.ndarray) else type(K).__name__
+        raise ValueError(f"kernel: the callable must return a matrix of real numbers, got {kind}") from None
     if K.shape != shape:
         raise ValueError(f"kernel: the callable must return a matrix of shape {shape}, got {K.shape}")
     if not np.all(np.isfinite(K)):
@@ -104,25 +235,69 @@ def precomputed_columns(K, columns, n_train, argument="X"):
     return K[:, columns]
 
 
-def kernel_between(X, Z, kernel, params, dtype, threads):
-    """``K(X, Z)`` in ``dtype`` for a built-in kernel name (``params``: ``gamma``,
-    ``degree``, ``coef0``) or a callable; ``Z=None`` is the training kernel of ``X``,
-    exactly symmetric for a built-in kernel and checked symmetric and PSD for a callable."""
-    if callable(kernel):
+def kernel_between(X, Z, kernel, params, dtype, threads, argument="X", rows=False):
+    """``K(X, Z)`` in ``dtype`` for a kernel name (``params``: ``gamma``, ``degree``,
+    ``coef0``, and a callable's ``kernel_params``) or a callable; ``Z=None`` is the
+    training kernel of ``X``, exactly symmetric for the core's kernels and checked
+    symmetric and PSD for the others; ``argument`` names ``X`` in the messages. A callable
+    is ``kernel(A, B)`` of two matrices (as ``SVC``'s), or with ``rows`` ``kernel(a, b)``
+    of two rows (as ``Nystroem``'s, through ``pairwise_kernels``)."""
+    name = None if callable(kernel) else core_kernel(kernel, params["degree"])
+    if name is None:
         other = X if Z is None else Z
-        K = _check_callable_output(np.asarray(kernel(X, other), dtype=np.float64), (len(X), len(other)))
+        if callable(kernel):
+            extra = params.get("kernel_params", {})
+            values = pairwise_kernels(X, Z, metric=kernel, **extra) if rows else kernel(X, other, **extra)
+            K = _check_callable_output(values, (len(X), len(other)))
+        else:
+            parameters = {parameter: params[parameter] for parameter in ("gamma", "degree", "coef0")}
+            K = np.asarray(pairwise_kernels(X, Z, metric=canonical_kernel(kernel), filter_params=True, **parameters),
+                           dtype=np.float64)
+            if not np.all(np.isfinite(K)):
+                hint = " (a fractional degree needs gamma x·z + coef0 ≥ 0)" if canonical_kernel(kernel) == "poly" else ""
+                raise ValueError(
+                    f"{argument}: its {kernel!r} kernel has NaN or infinite values; scale the features or change "
+                    f"the kernel's parameters{hint}"
+                )
         K = _convert(K, dtype, "kernel")
         if Z is None:
-            check_precomputed_kernel(K, argument="kernel")
+            try:
+                check_precomputed_kernel(K, argument="kernel")
+            except ValueError as error:
+                if callable(kernel):
+                    raise
+                # additive_chi2 is never PSD, sigmoid not always: the greedy criteria need a Gram matrix.
+                detail = str(error).split("; ", 1)[-1]
+                raise ValueError(
+                    f"kernel: the {kernel!r} kernel of {argument} is not positive semi-definite ({detail}), "
+                    "which the greedy selection needs"
+                ) from None
         return K
-    arrays = [_convert(X, dtype, "X")] + ([] if Z is None else [_convert(Z, dtype, "X")])
-    return _check_overflow(_core.kernel_matrix(*arrays, kernel=kernel, **params, n_threads=threads))
+    arrays = [_convert(X, dtype, argument)] + ([] if Z is None else [_convert(Z, dtype, argument)])
+    return _check_overflow(_core.kernel_matrix(
+        *arrays, kernel=name, gamma=params["gamma"], degree=params["degree"], coef0=float(params["coef0"]),
+        n_threads=threads,
+    ), argument)
+
+
+def kernel_diagonal(X, kernel, params, rows=False):
+    """``κ(x, x)`` of each row of ``X`` (float64), for a kernel :func:`kernel_between` takes."""
+    name = canonical_kernel(kernel)
+    X = np.asarray(X, dtype=np.float64)
+    if name in ("rbf", "laplacian", "chi2"):
+        return np.ones(len(X))
+    if name == "linear":
+        return np.einsum("ij,ij->i", X, X)
+    if name == "poly":
+        return (params["gamma"] * np.einsum("ij,ij->i", X, X) + params["coef0"]) ** params["degree"]
+    return np.array([float(kernel_between(row[None], row[None], kernel, params, np.float64, 1, rows=rows)[0, 0])
+                     for row in X])
 
 
 def validate_input(estimator, X, reset, y="no_validation", **options):
     """scikit-learn's ``validate_data`` of ``X`` (and ``y``, even when None, so that
     ``fit(X, None)`` gets scikit-learn's "requires y"), its message prefixed with the
-    argument at fault when it does not name it."""
+    argument at fault unless it starts with its name."""
     dtype = [np.float64, np.float32]
     try:
         if not (isinstance(y, str) and y == "no_validation"):
@@ -130,24 +305,40 @@ def validate_input(estimator, X, reset, y="no_validation", **options):
         return validate_data(estimator, X, dtype=dtype, reset=reset, **options)
     except (TypeError, ValueError) as error:
         message = str(error)
-        if re.search(r"\b[Xy]\b", message):  # already names its argument
+        if re.match(r"[Xy]\b", message):  # "X has 2 features, …", "y should be a 1d array, …"
             raise
-        argument = "X, y" if "inconsistent numbers of samples" in message else "X"
+        if "inconsistent numbers of samples" in message:
+            argument = "X, y"
+        else:  # "Input y contains NaN", "… requires y to be passed …"
+            argument = "y" if re.search(r"\by\b", message) and not re.search(r"\bX\b", message) else "X"
         raise type(error)(f"{argument}: {message}") from error
 
 
-def resolve_gamma(gamma, kernel_name, X, dtype) -> float:
-    """The ``gamma`` a fit uses: the given one, ``gamma="scale"`` from ``X`` when None for
-    ``rbf`` and ``poly``, and 1 (unused) for the other kernels."""
-    if gamma is not None:
+def uses_gamma(kernel) -> bool:
+    return not callable(kernel) and "gamma" in _USES.get(canonical_kernel(kernel), ())
+
+
+def resolve_gamma(gamma, kernel, X, dtype, argument="X", default="scale") -> float:
+    """The ``gamma`` a fit uses: a number as given; ``"scale"``, ``1 / (n_features ·
+    X.var())``, and ``"auto"``, ``1 / n_features``, as ``SVC``'s; ``None`` is ``default``
+    (``"scale"`` for the classifiers, ``"auto"``, the kernel's own default, for
+    ``GreedyNystroem``), but 1 for ``chi2``, as scikit-learn's; 1 (unused) for kernels
+    without a ``gamma``."""
+    if gamma is not None and not isinstance(gamma, str):
         return float(gamma)
-    if kernel_name not in ("rbf", "poly"):
-        return 1.0  # not used by the linear, precomputed and callable kernels
-    resolved = _default_gamma(X)
+    if not uses_gamma(kernel):
+        return 1.0  # not used by the linear, cosine, additive_chi2, precomputed and callable kernels
+    if gamma is None:
+        if canonical_kernel(kernel) == "chi2":
+            return 1.0
+        gamma = default
+    if gamma == "auto":
+        return 1.0 / X.shape[1]
+    resolved = _default_gamma(X, argument)
     if dtype == np.float32 and resolved > float(np.finfo(np.float32).max):
         # Not the user's gamma: the data's scale made it, so the data is named.
         raise ValueError(
-            f"X: its variance is so small that gamma='scale' ({resolved:.3g}) is beyond the "
+            f"{argument}: its variance is so small that gamma='scale' ({resolved:.3g}) is beyond the "
             "range of float32; scale the features or use dtype='float64'"
         )
     return resolved

@@ -41,11 +41,13 @@ import math
 import os
 import struct
 from dataclasses import fields
+from types import SimpleNamespace
 
 import numpy as np
 import safetensors.numpy
 from sklearn.utils.validation import check_is_fitted
 
+from ._kernels import canonical_kernel, kernel_parameters, portable_kernel
 from ._model import Discriminant
 from .bounds import FeatureMoments
 from ._validation import check_full_state
@@ -139,6 +141,7 @@ def save(estimator, path, *, lean=False):
             "kernel: a model with a callable kernel cannot be saved: a model file holds no code "
             "(use a named kernel, or kernel='precomputed' and the kernel computed before prediction)"
         )
+    portable_kernel(model, model._gamma, "saved to a model file")  # the core's kernels only: a file holds no code
     if not lean:
         check_full_state(model, "save(lean=False)")
     writer = _Writer()
@@ -215,6 +218,8 @@ def _plain(value):
         return math.isfinite(value)
     if isinstance(value, list):
         return all(_plain(item) for item in value)
+    if isinstance(value, dict):  # kernel_params of a named kernel: its gamma, degree or coef0
+        return all(isinstance(key, str) and _plain(item) for key, item in value.items())
     return False
 
 
@@ -342,10 +347,7 @@ def _predictor(writer, model, *, task, dtype, n_bases, weights, bias, link, clas
             writer.add(f"predict.{name}", np.asarray(array, dtype=np.float64))
     return {
         "task": task,
-        "kernel": model.kernel,
-        "gamma": float(model._gamma),
-        "degree": int(model.degree),
-        "coef0": float(model.coef0),
+        **portable_kernel(model, model._gamma, "saved to a model file"),
         "dtype": np.dtype(dtype).name,
         "n_features": int(model.n_features_in_),
         "n_bases": int(n_bases),
@@ -856,6 +858,8 @@ def _checked_params(cls, params, where):
     if not isinstance(params, dict):
         raise _Invalid(f"{where}: must be a JSON object")
     expected = set(cls().get_params(deep=False))
+    # Parameters added since format version 1, absent from older files: their default.
+    params = {**{name: None for name in _ADDED_PARAMS if name in expected}, **params}
     if set(params) != expected:
         raise _Invalid(f"{where}: has {sorted(params)}, expected {sorted(expected)}")
     for name, value in params.items():
@@ -873,16 +877,20 @@ def _depth(value):
 
 
 def _check_params_agree(params, predictor, where):
-    for name in ("kernel", "degree", "coef0"):
-        if name in params and params[name] != predictor[name]:
-            raise _Invalid(f"predictor: {name} is {predictor[name]!r} but {where}.{name} is {params[name]!r}")
+    if "kernel" in params:  # as the estimator resolves them: aliases, None for the kernel's default
+        resolved = {"kernel": canonical_kernel(params["kernel"]), **kernel_parameters(SimpleNamespace(**params), None)}
+        for name in ("kernel", "degree", "coef0"):
+            if resolved[name] != predictor[name]:
+                raise _Invalid(f"predictor: {name} is {predictor[name]!r} but {where}.{name} is {params[name]!r}")
     dtype = np.dtype(params.get("dtype", "float64")).name
     if dtype != predictor["dtype"]:
         raise _Invalid(f"predictor: dtype is {predictor['dtype']!r} but {where}.dtype is {dtype!r}")
-    if params.get("gamma") is not None and float(params["gamma"]) != predictor["gamma"]:
+    if isinstance(params.get("gamma"), (int, float)) and float(params["gamma"]) != predictor["gamma"]:
         raise _Invalid(f"predictor: gamma is {predictor['gamma']!r} but {where}.gamma is {params['gamma']!r}")
 
 
+#: Constructor parameters added since format version 1 (None by default).
+_ADDED_PARAMS = ("kernel_params",)
 _PREDICTOR_KEYS = ("task", "kernel", "gamma", "degree", "coef0", "dtype", "n_features", "n_bases", "n_outputs",
                    "link", "classes")
 # What each estimator's predictor is: task, links, and the optional tensors it has.

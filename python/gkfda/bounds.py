@@ -192,11 +192,12 @@ def fisher_discriminant_bound(
         n = m_j - k_j
         if n > 0:
             C = radius / math.sqrt(n) * mean_root
-            D = 2.0 * radius**2 / math.sqrt(n) * covariance_root
+            D = 2.0 * radius * radius / math.sqrt(n) * covariance_root  # inf, where ** raises, past 1e154
         else:
             C = D = math.inf
-        # The squared numerator hides its sign: a margin below C proves nothing.
-        alpha = (g - C) ** 2 / (v + D + (g - C) ** 2) if g > C else 0.0
+        # The squared numerator hides its sign: a margin below C proves nothing. Divided
+        # through by (g - C)², which overflows for a huge margin.
+        alpha = 1.0 / (1.0 + (v + D) / (g - C) / (g - C)) if g > C else 0.0
         parts.append(ClassBound(
             label=label, n_samples=m_j, n_bases=k_j, margin=float(g), variance=float(v), mean_term=C,
             covariance_term=D, alpha=alpha, valid_sample_size=bool(n >= covariance_root**2),

@@ -1,7 +1,11 @@
 """The ``gkfda`` command line: ``gkfda demo``, ``gkfda experiment``, ``gkfda report``, ``gkfda bound``
 and ``gkfda pursuit``.
 
-``gkfda experiment`` writes into ``./gkfda-results`` unless ``--out`` says otherwise.
+``gkfda experiment`` writes into ``./gkfda-results`` unless ``--out`` says otherwise. The
+parsers import nothing heavy (NumPy, scikit-learn and the core load only when a command
+runs), so ``gkfda --help`` costs no more than importing the ``gkfda`` package; bad option
+values get argparse's one-line error naming the option, and a corrupted results file one
+line ``gkfda: error: <file>: <what>`` (exit status 2).
 
 Examples
 --------
@@ -14,15 +18,113 @@ Examples
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
+from pathlib import Path
 
-import numpy as np
+from .study import StudyInputError
+
+# Copies of the names the parsers offer, so that building them imports neither the core nor
+# the study (tests/test_cli.py checks them against the originals).
+CRITERIA = ("random", "optimal", "pseudo", "reverse", "reverse-pseudo")
+DEFLATIONS = ("none", "hotelling", "projection", "schur", "ortho-hotelling", "ortho-projection", "ortho-schur")
+BENCHMARKS = ("banana", "breast_cancer", "diabetis", "flare_solar", "german", "heart", "image", "ringnorm",
+              "splice", "thyroid", "titanic", "twonorm", "waveform")
+PROTOCOLS = ("default", "paper000")
+SELF_TUNED = ("kfda", "svm", "kfdaq1", "kfdaq0.5")
+MPKFDA_METHOD = "optimal/schur/1"
+BOUND_SIZES = (1_000, 2_000, 5_000, 10_000)
+
+
+def _integer(text: str, low: int, what: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
+    if value < low:
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An integer of at least 1 (argparse ``type``)."""
+    return _integer(text, 1, "a positive integer")
+
+
+def fold_count(text: str) -> int:
+    """A number of cross-validation folds: at least 2 (argparse ``type``)."""
+    return _integer(text, 2, "an integer of at least 2")
+
+
+def random_seed(text: str) -> int:
+    """A random seed: an integer in [0, 2**32 - 1], as scikit-learn takes it (argparse ``type``)."""
+    value = _integer(text, 0, "an integer in [0, 2**32 - 1]")
+    if value >= 2**32:
+        raise argparse.ArgumentTypeError(f"must be an integer in [0, 2**32 - 1], got {text!r}")
+    return value
+
+
+def _real(text: str, accept, what: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not accept(value):
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A finite number above 0 (argparse ``type``)."""
+    return _real(text, lambda v: math.isfinite(v) and v > 0, "a finite number above 0")
+
+
+def probability(text: str) -> float:
+    """A number strictly between 0 and 1 (argparse ``type``)."""
+    return _real(text, lambda v: 0 < v < 1, "a number in (0, 1)")
+
+
+def output_directory(text: str) -> str:
+    """A directory that exists or can be created, and can be written into (argparse ``type``).
+
+    Checked before any work starts, so that a long run does not fail at its first write.
+    """
+    path = Path(text)
+    if path.exists():
+        if not path.is_dir():
+            raise argparse.ArgumentTypeError(f"{text} is a file, not a directory")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise argparse.ArgumentTypeError(f"{text} is not writable")
+        return text
+    parent = path.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} cannot be created: {parent} is a file")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"{text} cannot be created: {parent} is not writable")
+    return text
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Appends each option's default to its help, unless the help already says it or there is
+    none to say (a flag, or ``None`` whose meaning the help gives)."""
+
+    def _get_help_string(self, action):
+        help = action.help or ""
+        default = action.default
+        if "(default" in help or default is None or default is False or default == argparse.SUPPRESS \
+                or not action.option_strings:
+            return help
+        shown = " ".join(map(str, default)) if isinstance(default, (list, tuple)) else "%(default)s"
+        return f"{help} (default: {shown})"
 
 
 def synthetic_problem(n_samples: int, seed: int):
     """Two interleaved noisy moons in 2-D plus 3 noise features: a seeded, non-linear task."""
+    import numpy as np
     from sklearn.datasets import make_moons
 
     X, y = make_moons(n_samples=n_samples, noise=0.3, random_state=seed)
@@ -32,45 +134,64 @@ def synthetic_problem(n_samples: int, seed: int):
 
 
 def _demo(args) -> int:
+    import numpy as np
     from sklearn.metrics.pairwise import rbf_kernel
     from sklearn.svm import SVC
+    from tqdm.auto import tqdm
 
     from . import GreedyKFDA, reference
 
     X, y = synthetic_problem(2 * args.n, args.seed)
     X_train, y_train, X_test, y_test = X[: args.n], y[: args.n], X[args.n :], y[args.n :]
     gamma = args.gamma
-    print(f"gkfda demo: {args.n} training / {args.n} test points, 5 features, RBF gamma={gamma}, k={args.k}")
-    print()
-    print("| criterion | deflation | k_ | test error | fit time (s) | reference fit time (s) | speed-up |")
-    print("|---|---|---|---|---|---|---|")
-    for deflation in args.deflations:
-        model = GreedyKFDA(k=args.k, criterion=args.criterion, deflation=deflation, gamma=gamma)
-        start = time.perf_counter()
-        model.fit(X_train, y_train)
-        fit_time = time.perf_counter() - start
-        error = 1.0 - model.score(X_test, y_test)
-        reference_cell, speedup_cell = "—", "—"
-        if deflation in args.reference:
+    steps = len(args.deflations) + len(set(args.reference) & set(args.deflations)) + 1
+    bar = tqdm(total=steps, desc="gkfda demo", unit="fit", file=sys.stderr, disable=args.no_progress)
+
+    def say(line: str = "") -> None:
+        bar.write(line, file=sys.stdout)
+        sys.stdout.flush()  # rows as they come, also into a pipe
+
+    def step(name: str) -> None:
+        bar.set_postfix_str(name, refresh=True)
+
+    with bar:
+        say(f"gkfda demo: {args.n} training / {args.n} test points, 5 features, RBF gamma={gamma}, k={args.k}")
+        say()
+        say("| criterion | deflation | k_ | test error | fit time (s) | reference fit time (s) | speed-up |")
+        say("|---|---|---|---|---|---|---|")
+        for deflation in args.deflations:
+            step(deflation)
+            model = GreedyKFDA(k=args.k, criterion=args.criterion, deflation=deflation, gamma=gamma)
             start = time.perf_counter()
-            K = rbf_kernel(X_train, gamma=gamma)
-            indices = reference.select(K, y_train, args.k, args.criterion, deflation)
-            reference.fit_model(K, y_train, indices, reg=model.reg)
-            reference_time = time.perf_counter() - start
-            if not np.array_equal(indices, model.support_):
-                print(f"error: the Rust and reference selections differ for {deflation}", file=sys.stderr)
-                return 1
-            reference_cell, speedup_cell = f"{reference_time:.2f}", f"{reference_time / fit_time:.0f}×"
-        print(
-            f"| {args.criterion} | {deflation} | {model.k_} | {error:.3f} | {fit_time:.3f} | "
-            f"{reference_cell} | {speedup_cell} |"
+            model.fit(X_train, y_train)
+            fit_time = time.perf_counter() - start
+            bar.update()
+            error = 1.0 - model.score(X_test, y_test)
+            reference_cell, speedup_cell = "—", "—"
+            if deflation in args.reference:
+                step(f"{deflation}, NumPy reference")
+                start = time.perf_counter()
+                K = rbf_kernel(X_train, gamma=gamma)
+                indices = reference.select(K, y_train, args.k, args.criterion, deflation)
+                reference.fit_model(K, y_train, indices, reg=model.reg)
+                reference_time = time.perf_counter() - start
+                bar.update()
+                if not np.array_equal(indices, model.support_):
+                    print(f"error: the Rust and reference selections differ for {deflation}", file=sys.stderr)
+                    return 1
+                reference_cell, speedup_cell = f"{reference_time:.2f}", f"{reference_time / fit_time:.0f}×"
+            say(
+                f"| {args.criterion} | {deflation} | {model.k_} | {error:.3f} | {fit_time:.3f} | "
+                f"{reference_cell} | {speedup_cell} |"
+            )
+        step("SVC")
+        svc = SVC(gamma=gamma).fit(X_train, y_train)
+        bar.update()
+        say()
+        say(
+            f"SVC (C=1) on the same split: test error {1.0 - svc.score(X_test, y_test):.3f} "
+            f"with {svc.n_support_.sum()} support vectors"
         )
-    svc = SVC(gamma=gamma).fit(X_train, y_train)
-    print()
-    print(
-        f"SVC (C=1) on the same split: test error {1.0 - svc.score(X_test, y_test):.3f} "
-        f"with {svc.n_support_.sum()} support vectors"
-    )
     return 0
 
 
@@ -146,8 +267,8 @@ def _experiment(args) -> int:
     print(experiment.summary_table(args.out))
     print()
     print(
-        f"{summary['tasks_run']} tasks run, {summary['tasks_skipped']} already done; "
-        f"wall time {summary['wall_time_s']:.1f} s; results in {summary['out']}"
+        f"{summary['tasks_run']} of {summary['tasks_total']} tasks run, {summary['tasks_skipped']} already "
+        f"complete; wall time {summary['wall_time_s']:.1f} s; results in {summary['out']}"
     )
     return 0
 
@@ -170,52 +291,81 @@ def _pursuit(args) -> int:
     return pursuit.run(args)
 
 
-def main(argv=None) -> int:
-    from . import CRITERIA, DEFLATIONS
+def add_report_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The arguments of ``gkfda report`` (also those of ``python -m gkfda.study.report``)."""
+    parser.add_argument("results_dir", help="results directory of `gkfda experiment`")
+    parser.add_argument("--out", type=output_directory, default=None, metavar="DIR",
+                        help="output directory (default: RESULTS_DIR/report)")
+    parser.add_argument("--canonical-only", action="store_true", help="report only the canonical IDA splits")
+    parser.add_argument("--no-figures", action="store_true", help="do not draw the PNG figures")
+    parser.add_argument("--also", nargs="+", default=[], metavar="DIR",
+                        help="more results directories whose rows join the report, e.g. a kFDA_q run "
+                             "(default: none)")
+    parser.add_argument("--mpkfda", default=MPKFDA_METHOD, metavar="METHOD", help="method shown as MPKFDA in the Table 1 comparison")
+    return parser
 
+
+def _parser() -> argparse.ArgumentParser:
     from . import __version__
 
-    parser = argparse.ArgumentParser(prog="gkfda", description="Sparse greedy Kernel Fisher Discriminant Analysis")
+    formatter = _HelpFormatter
+    parser = argparse.ArgumentParser(prog="gkfda", description="Sparse greedy Kernel Fisher Discriminant Analysis",
+                                     formatter_class=formatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="fit every deflation on a built-in synthetic problem and compare")
-    demo.add_argument("--n", type=int, default=2000, help="training points (and as many test points)")
-    demo.add_argument("--k", type=int, default=100, help="bases to choose")
-    demo.add_argument("--gamma", type=float, default=1.0)
-    demo.add_argument("--criterion", choices=CRITERIA, default="optimal")
-    demo.add_argument("--deflations", nargs="+", choices=DEFLATIONS, default=list(DEFLATIONS))
+
+    demo = commands.add_parser(
+        "demo", help="fit every deflation on a built-in synthetic problem and compare", formatter_class=formatter,
+        description="Fits each deflation on two noisy moons plus 3 noise features and prints a Markdown table "
+        "of test errors and fit times; the deflations in --reference are also run by the NumPy reference, "
+        "whose selection must be the same. A progress bar goes to stderr.",
+    )
+    demo.add_argument("--n", type=positive_int, default=2000, help="training points (and as many test points)")
+    demo.add_argument("--k", type=positive_int, default=100, help="bases to choose")
+    demo.add_argument("--gamma", type=positive_float, default=1.0, help="RBF kernel width parameter")
+    demo.add_argument("--criterion", choices=CRITERIA, default="optimal", metavar="NAME",
+                      help=f"selection criterion: {', '.join(CRITERIA)}")
+    demo.add_argument("--deflations", nargs="+", choices=DEFLATIONS, default=list(DEFLATIONS), metavar="NAME",
+                      help=f"deflations to fit, of {', '.join(DEFLATIONS)}")
     demo.add_argument(
-        "--reference", nargs="*", choices=DEFLATIONS, default=["projection", "schur"],
+        "--reference", nargs="*", choices=DEFLATIONS, default=["projection", "schur"], metavar="NAME",
         help="deflations also timed with the NumPy reference (its selection must match)",
     )
-    demo.add_argument("--seed", type=int, default=0)
-    from .datasets import list_benchmarks
-    from .study.protocol import PROTOCOLS, SELF_TUNED
+    demo.add_argument("--seed", type=random_seed, default=0, help="seed of the synthetic problem")
+    demo.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     run = commands.add_parser(
-        "experiment",
+        "experiment", formatter_class=formatter,
         help="the study of paper 000 §3.4 on the IDA benchmarks (resumable)",
         description="Width and sparsity by cross-validation, then every realisation; results are appended to "
         "OUT/results.csv task by task, so rerunning the same command resumes an interrupted run. OUT is "
         "./gkfda-results unless --out is given.",
     )
-    run.add_argument("--datasets", nargs="+", choices=list_benchmarks(), help="default: all 13")
-    run.add_argument("--criteria", nargs="+", choices=CRITERIA, help="default: all")
-    run.add_argument("--deflations", nargs="+", choices=DEFLATIONS, help="default: all")
-    run.add_argument("--stages", nargs="+", type=int, help="default: 1 (the paper's sweep is 1 2 5 10)")
-    run.add_argument("--realisations", type=int, help="first N realisations of each data set (default: all)")
-    run.add_argument("--cv-realisations", type=int, help="training realisations used by cross-validation (5)")
-    run.add_argument("--folds", type=int, help="cross-validation folds (5)")
-    run.add_argument("--baselines", nargs="*", choices=SELF_TUNED,
-                     help="methods that tune their own width: the KFDA and SVM baselines and kFDA_q "
-                          "(kfdaq1, kfdaq0.5); default: all (--quick: kfda svm)")
-    run.add_argument("--no-baselines", action="store_true")
+    run.add_argument("--datasets", nargs="+", choices=BENCHMARKS, metavar="NAME",
+                     help=f"data sets, of {', '.join(BENCHMARKS)} (default: all 13)")
+    run.add_argument("--criteria", nargs="+", choices=CRITERIA, metavar="NAME",
+                     help=f"selection criteria, of {', '.join(CRITERIA)} (default: all)")
+    run.add_argument("--deflations", nargs="+", choices=DEFLATIONS, metavar="NAME",
+                     help=f"deflations, of {', '.join(DEFLATIONS)} (default: all)")
+    run.add_argument("--stages", nargs="+", type=positive_int, metavar="N",
+                     help="picks per stage (default: 1; the paper's sweep is 1 2 5 10)")
+    run.add_argument("--realisations", type=positive_int, metavar="N",
+                     help="first N realisations of each data set (default: all; --quick: 10)")
+    run.add_argument("--cv-realisations", type=positive_int, metavar="N",
+                     help="training realisations used by cross-validation (default: 5)")
+    run.add_argument("--folds", type=fold_count, metavar="N", help="cross-validation folds (default: 5)")
+    run.add_argument("--baselines", nargs="*", choices=SELF_TUNED, metavar="NAME",
+                     help="methods that tune their own width, of kfda, svm (the KFDA and SVM baselines), "
+                          "kfdaq1, kfdaq0.5 (kFDA_q) (default: all; --quick: kfda svm)")
+    run.add_argument("--no-baselines", action="store_true", help="no baseline: the greedy variants only")
     run.add_argument("--no-variants", action="store_true", help="no greedy variant: the baselines only")
-    run.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel tasks (joblib)")
+    run.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, metavar="N",
+                     help="parallel tasks (joblib; default: the number of CPUs)")
     run.add_argument("--backend", choices=["loky", "threading", "dask", "ray"], default=None,
-                     help="joblib backend; dask uses --scheduler or a local cluster")
-    run.add_argument("--scheduler", help="address of a Dask scheduler, e.g. tcp://host:8786")
-    run.add_argument("--out", default="gkfda-results",
+                     help="joblib backend; dask uses --scheduler or a local cluster (default: loky)")
+    run.add_argument("--scheduler", metavar="ADDRESS", help="address of a Dask scheduler, e.g. tcp://host:8786 (default: a local "
+                                         "cluster of --jobs workers)")
+    run.add_argument("--out", type=output_directory, default="gkfda-results", metavar="DIR",
                      help="results directory, created if needed (default: gkfda-results in the current directory)")
     run.add_argument("--quick", action="store_true",
                      help="6 smaller data sets, 7 variants and both baselines, 10 realisations, the full CV protocol (~2 min on 2 cores)")
@@ -226,31 +376,58 @@ def main(argv=None) -> int:
         "paper000: paper 000's width grid and equal class priors, for exact reproduction",
     )
 
-    report = commands.add_parser("report", help="tables and figures from an experiment's results directory")
-    from .study import report as report_module
+    add_report_arguments(commands.add_parser(
+        "report", help="tables and figures from an experiment's results directory", formatter_class=formatter,
+        description="Tables (Markdown and CSV) and figures from the results directory of `gkfda experiment`.",
+    ))
 
-    report_module.add_arguments(report)
     bound = commands.add_parser(
-        "bound", help="paper 002's generalisation bound beside the test error (MPKFDA refits; a synthetic curve)",
+        "bound", formatter_class=formatter,
+        help="paper 002's generalisation bound beside the test error (MPKFDA refits; a synthetic curve)",
         description="Refits the study's MPKFDA with its chosen width and k on the first realisations of each data "
         "set, and fits a synthetic problem of up to 10,000 points; writes bound.csv and bound_synthetic.csv "
         "into RESULTS_DIR, which `gkfda report` then shows.",
     )
-    from .study import bound as bound_module
+    bound.add_argument("results_dir", type=output_directory,
+                       help="results directory of `gkfda experiment` (its results.csv)")
+    bound.add_argument("--datasets", nargs="+", metavar="NAME", help="data sets (default: every data set with MPKFDA rows)")
+    bound.add_argument("--realisations", type=positive_int, default=3, metavar="N", help="first N realisations of each")
+    bound.add_argument("--delta", type=probability, default=0.05, help="the bound fails with probability delta")
+    bound.add_argument("--sizes", nargs="+", type=positive_int, default=list(BOUND_SIZES), metavar="M",
+                       help="training-set sizes of the synthetic fits (the largest holds an m×m kernel)")
+    bound.add_argument("--no-synthetic", action="store_true", help="only the benchmarks")
 
-    bound_module.add_arguments(bound)
     pursuit = commands.add_parser(
-        "pursuit", help="paper 004's experiments: sparse kernel PCA, kernel matching pursuit, sparse kernel CCA",
+        "pursuit", formatter_class=formatter,
+        help="paper 004's experiments: sparse kernel PCA, kernel matching pursuit, sparse kernel CCA",
         description="The toy of paper 004's Fig. 3 (sparse kernel PCA's residual and bound), kernel matching "
         "pursuit's bound and test error on scikit-learn's diabetes data, and sparse kernel CCA against "
         "regularised KCCA on the digits halves; writes CSVs and summary.md into OUT.",
     )
-    from .study import pursuit as pursuit_module
+    pursuit.add_argument("out", type=output_directory, help="directory for the CSVs and summary.md, created if needed")
+    pursuit.add_argument("--quick", action="store_true", help="fewer bases and a smaller CCA set (seconds)")
+    return parser
 
-    pursuit_module.add_arguments(pursuit)
+
+def main(argv=None) -> int:
+    """Run ``gkfda`` with the arguments ``argv`` (default: the command line); returns the exit status.
+
+    A corrupted or unusable results file, or a file that cannot be written, ends the command with
+    one line ``gkfda: error: <file>: <what>`` on stderr and status 2.
+    """
+    parser = _parser()
     args = parser.parse_args(argv)
     commands = {"demo": _demo, "experiment": _experiment, "report": _report, "bound": _bound, "pursuit": _pursuit}
-    return commands[args.command](args)
+    try:
+        return commands[args.command](args)
+    except StudyInputError as error:
+        message = str(error)
+    except OSError as error:
+        if error.filename is None:
+            raise
+        message = f"{error.filename}: {error.strerror or error}"
+    print(f"gkfda: error: {message}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -8,21 +8,24 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import expit, log_expit, log_softmax, logsumexp, softmax
-from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, _fit_context
+from sklearn.base import BaseEstimator, ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Options, StrOptions, validate_parameter_constraints
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from . import _core
-from ._core import CRITERIA, DEFLATIONS, KERNELS
+from ._core import CRITERIA, DEFLATIONS
 from ._kernels import (
-    _LARGEST_DEGREE,
     _LARGEST_THREADS,
     _check_callable_output,
-    _check_overflow,
     _convert,
     _count,
     _Number,
+    KERNEL_CONSTRAINTS,
+    check_kernel_arguments,
+    core_kernel,
+    kernel_between,
+    kernel_parameters,
     precomputed_columns,
     precomputed_training_kernel,
     resolve_gamma,
@@ -47,7 +50,7 @@ DEFAULT_K_PER_PROBLEM = 50
 _ONE_THREAD_ROWS = 64
 
 
-class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
+class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Sparse greedy Kernel Fisher Discriminant (matching-pursuit KFDA and its variants).
 
     Chooses ``k`` training points greedily (a selection ``criterion``, then a
@@ -72,18 +75,27 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         How the kernel is deflated after each pick (see the README's table).
     stages : int, default=1
         Bases taken per stage from the stage-start scores (stagewise selection).
-    kernel : {"rbf", "linear", "poly", "precomputed"} or callable, default="rbf"
+    kernel : str or callable, default="rbf"
         ``rbf`` is ``exp(-gamma ||x - z||²)``: the papers' width ``w`` is ``1/gamma``.
+        ``rbf``, ``linear`` and ``poly`` (alias ``polynomial``) are computed by the core;
+        scikit-learn's ``sigmoid``, ``laplacian``, ``cosine``, ``chi2`` and
+        ``additive_chi2`` by ``pairwise_kernels`` (a model with one of those, or a
+        ``poly`` of fractional degree, cannot be saved or exported to ONNX; the training
+        kernel must be positive semi-definite).
         With ``precomputed``, ``fit`` takes the ``m×m`` training kernel and the
         prediction methods take ``K(X_test, X_train)``. A callable ``kernel(A, B)``
-        returns the kernel matrix between the rows of ``A`` and ``B``.
-    gamma : float or None, default=None
-        For ``rbf`` and ``poly``; ``None`` uses ``1 / (n_features * X.var())`` like
-        scikit-learn's ``SVC(gamma="scale")``.
-    degree : int, default=3
-        Degree of ``poly``: ``(gamma x·z + coef0)^degree``.
-    coef0 : float, default=1.0
-        Constant of ``poly``.
+        returns the kernel matrix between the rows of ``A`` and ``B`` (as ``SVC``'s).
+    gamma : float, {"scale", "auto"} or None, default=None
+        For the kernels that have one (``rbf``, ``poly``, ``sigmoid``, ``laplacian``,
+        ``chi2``). ``"scale"`` is ``1 / (n_features * X.var())`` and ``"auto"`` is
+        ``1 / n_features``, as ``SVC``'s; ``None`` is ``"scale"`` (1 for ``chi2``, as
+        scikit-learn's). :class:`GreedyNystroem`'s ``None`` is ``Nystroem``'s instead.
+    degree : float or None, default=None
+        Degree of ``poly``: ``(gamma x·z + coef0)^degree``; ``None`` is 3.
+    coef0 : float or None, default=None
+        Constant of ``poly`` and ``sigmoid``; ``None`` is 1. With a callable or
+        precomputed kernel, ``gamma``, ``degree`` and ``coef0`` must be None (a
+        ValueError otherwise, as ``Nystroem``'s).
     reg : float, default=1e-4
         Ridge of the Fisher discriminant, relative to the kernel's scale (the mean of
         ``K(x, x)`` over the training set; values below 1e-6 count as 1e-6).
@@ -163,10 +175,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         "criterion": [StrOptions(set(CRITERIA))],
         "deflation": [StrOptions(set(DEFLATIONS))],
         "stages": [_count()],
-        "kernel": [StrOptions({*KERNELS, "precomputed"}), callable],
-        "gamma": [_Number(Real, 0, np.inf, closed="neither"), None],
-        "degree": [_count(1, _LARGEST_DEGREE)],
-        "coef0": [_Number(Real, -np.inf, np.inf, closed="neither")],
+        **KERNEL_CONSTRAINTS,
         "reg": [_Number(Real, 0, np.inf, closed="left")],
         "priors": ["array-like", None],
         "multiclass": [StrOptions(set(MULTICLASS))],
@@ -188,8 +197,8 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         stages=1,
         kernel="rbf",
         gamma=None,
-        degree=3,
-        coef0=1.0,
+        degree=None,
+        coef0=None,
         reg=1e-4,
         priors=None,
         multiclass="shared",
@@ -256,22 +265,22 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         entries = m * m
         if self.kernel == "precomputed":
             return precomputed_training_kernel(X, dtype, k, selections)
-        if callable(self.kernel):
-            # The callable's float64 matrix, and its float32 copy.
+        if core_kernel(self.kernel, self.degree) is None:
+            # The callable's (or pairwise_kernels') float64 matrix, and its float32 copy.
             kernel_bytes = entries * 8 + (entries * 4 if np.dtype(dtype) == np.float32 else 0)
         else:
             kernel_bytes = entries * np.dtype(dtype).itemsize
         check_fit_fits(m, k, selections, dtype, kernel_bytes)
         if callable(self.kernel):
-            K = _check_callable_output(np.asarray(self.kernel(X, X), dtype=np.float64), (m, m))
+            K = _check_callable_output(self.kernel(X, X), (m, m))
             K = _convert(K, dtype, "kernel")
             check_precomputed_kernel(K, argument="kernel")
             return K
-        X = _convert(X, dtype, "X")
-        return _check_overflow(_core.kernel_matrix(X, **self._kernel_params(), n_threads=threads))
+        return kernel_between(X, None, self.kernel, self._kernel_params(), dtype, threads)
 
     def _kernel_params(self):
-        return {"kernel": self.kernel, "gamma": self._gamma, "degree": int(self.degree), "coef0": float(self.coef0)}
+        params = kernel_parameters(self, self._gamma)
+        return {"kernel": core_kernel(self.kernel, params["degree"]) or self.kernel, **params}
 
     def _cross_kernel(self, X, basis_indices):
         """``K(X, X_train[basis_indices])`` as float64-compatible array."""
@@ -280,13 +289,8 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
             return precomputed_columns(X, basis_indices, self.n_features_in_)
         basis = self._support_points[basis_indices]
         if callable(self.kernel):
-            cross = np.asarray(self.kernel(X, basis), dtype=np.float64)
-            return _check_callable_output(cross, (len(X), len(basis)))
-        X = _convert(X, dtype, "X")
-        return _check_overflow(
-            _core.kernel_matrix(X, np.ascontiguousarray(basis, dtype=dtype), **self._kernel_params(),
-                                n_threads=thread_count(self.n_jobs))
-        )
+            return _check_callable_output(self.kernel(X, basis), (len(X), len(basis)))
+        return kernel_between(X, basis, self.kernel, self._kernel_params(), dtype, thread_count(self.n_jobs))
 
     # -- fit --------------------------------------------------------------------------
 
@@ -317,7 +321,8 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         self.priors_ = self._checked_priors(y_index, n_classes)
         m = X.shape[0]
         k = self._resolved_k(n_classes, m)
-        self._gamma = resolve_gamma(self.gamma, self._kernel_name(), X, dtype)
+        check_kernel_arguments(self)
+        self._gamma = resolve_gamma(self.gamma, self.kernel, X, dtype)
         # The kernel is built with the training set ordered by class: the engine's passes
         # then split each kernel row by class and meet each element once for `K x` and
         # `K D x` together, where interleaved classes take two multiply-adds. Indices are
@@ -520,7 +525,7 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
         ``probabilities`` the class probabilities they give."""
         if "_models" not in self.__dict__:
             check_is_fitted(self)  # raises NotFittedError
-        if self._kernel_name() in ("rbf", "linear", "poly"):
+        if core_kernel(self.kernel, self.degree) is not None:
             # f(z) = Σ_j α_j κ(z, x_j) + b with α = R'w: one call, k kernel evaluations a row.
             X_ready = self._prediction_input(X)
             # The core runs up to _ONE_THREAD_ROWS rows on the calling thread whatever it is
@@ -604,6 +609,10 @@ class GreedyKFDA(ClassifierMixin, TransformerMixin, BaseEstimator):
             np.subtract(1.0, probabilities[..., 1], out=probabilities[..., 0])
             return probabilities
         return ovr_probabilities(outputs, log)
+
+    @property
+    def _n_features_out(self):
+        return int(np.sum(self.k_))
 
     def transform(self, X):
         """Nyström features ``φ(X) = K(X, support_vectors_) R'``: shape ``(n, k_)``.

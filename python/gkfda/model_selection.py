@@ -19,11 +19,11 @@ from sklearn.metrics import check_scoring, get_scorer_names, log_loss
 from sklearn.model_selection import StratifiedKFold, check_cv
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import _safe_split
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.parallel import Parallel, delayed
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from ._kernels import _default_gamma
+from ._kernels import _default_gamma, uses_gamma, validate_input
+from ._validation import encoded_classes
 from .estimator import GreedyKFDA
 
 #: The range of the default gamma grid, as powers of 2 times the data's scale.
@@ -56,7 +56,8 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
     Parameters
     ----------
     gammas : int or array-like of float, default=4
-        The ``gamma`` grid of the ``rbf`` and ``poly`` kernels. An int ``n`` asks for
+        The ``gamma`` grid of the kernels that have one (``rbf``, ``poly``, ``sigmoid``,
+        ``laplacian``, ``chi2``). An int ``n`` asks for
         ``n`` values relative to the data's scale ``s = 1 / (n_features · Var(X))``
         (scikit-learn's ``gamma="scale"``, computed on the ``X`` given to ``fit``):
         ``s · 2**e`` with ``n`` exponents ``e`` evenly spaced from -7 to -1 (the default
@@ -64,8 +65,9 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
         the best ``gamma`` of this model, as of ``SVC``, lay in that range on the
         benchmarks of ``benches/bench_cv.py``; a wider kernel (small ``gamma``) also
         makes the selection stop early, at little cost, when the kernel's rank runs out.
-        An array gives the values themselves (positive). The ``linear``, ``precomputed``
-        and callable kernels have no ``gamma``: leave it an int, and none is searched.
+        An array gives the values themselves (positive). The ``linear``, ``cosine``,
+        ``additive_chi2``, ``precomputed`` and callable kernels have no ``gamma``: leave it
+        an int, and none is searched.
     max_k : int or None, default=None
         The largest number of bases; every ``k`` from 1 to ``max_k`` is a candidate.
         ``None`` means ``min(100, smallest training fold)``: the selection's time grows
@@ -165,8 +167,8 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
         deflation="schur",
         stages=1,
         kernel="rbf",
-        degree=3,
-        coef0=1.0,
+        degree=None,
+        coef0=None,
         priors=None,
         multiclass="shared",
         dtype="float64",
@@ -211,13 +213,12 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
     # -- the grid ---------------------------------------------------------------------
 
     def _gamma_grid(self, X):
-        uses_gamma = not callable(self.kernel) and self.kernel in ("rbf", "poly")
         if isinstance(self.gammas, numbers.Integral):
-            if not uses_gamma:
+            if not uses_gamma(self.kernel):
                 return [None]
             exponents = np.linspace(*GAMMA_EXPONENTS, self.gammas) if self.gammas > 1 else [np.mean(GAMMA_EXPONENTS)]
             return (_default_gamma(X) * 2.0 ** np.asarray(exponents)).tolist()
-        if not uses_gamma:
+        if not uses_gamma(self.kernel):
             name = "callable" if callable(self.kernel) else repr(self.kernel)
             raise ValueError(f"gammas: the {name} kernel has no gamma; leave gammas an int")
         return _positive_grid(self.gammas, "gammas", strictly=True).tolist()
@@ -230,7 +231,12 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
     def _check_splits(self, X, y, groups):
         cv = check_cv(self.cv, y, classifier=True)
         n_samples = X.shape[0]
-        n_splits = cv.get_n_splits(X, y, groups)
+        if groups is not None and np.shape(groups)[:1] != (n_samples,):
+            raise ValueError(f"groups: must have one value per sample of X ({n_samples}), got shape {np.shape(groups)}")
+        try:
+            n_splits = cv.get_n_splits(X, y, groups)
+        except ValueError as error:
+            raise _splitter_error(error) from error
         if n_splits > n_samples:
             raise ValueError(f"cv: {n_splits} folds need at least {n_splits} samples, got {n_samples}")
         if isinstance(cv, StratifiedKFold):
@@ -242,10 +248,20 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
                     f"cv: class {label!r} has {counts[fewest]} members, fewer than the {n_splits} "
                     "folds; use fewer folds (cv=...) or more samples"
                 )
-        splits = [(np.asarray(train), np.asarray(test)) for train, test in cv.split(X, y, groups)]
-        for i, (train, _) in enumerate(splits):
+        try:
+            splits = [(np.asarray(train), np.asarray(test)) for train, test in cv.split(X, y, groups)]
+        except ValueError as error:  # other splitters' checks of the classes or groups
+            raise _splitter_error(error) from error
+        for i, (train, test) in enumerate(splits):
             if len(np.unique(y[train])) < 2:
                 raise ValueError(f"cv: the training set of split {i} has only one class")
+            unseen = np.setdiff1d(y[test], y[train])
+            if self.scoring == "neg_log_loss" and len(unseen):
+                # GridSearchCV scores such a split NaN: its model gives the class no probability.
+                raise ValueError(
+                    f"y: class {unseen.tolist()[0]!r} is in the test set of split {i} but not in its training "
+                    "set, so scoring='neg_log_loss' cannot score it; use a stratified cv"
+                )
         return splits
 
     def _k_ceiling(self, splits):
@@ -280,11 +296,8 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
         -------
         self : GreedyKFDACV
         """
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], ensure_min_samples=2)
-        check_classification_targets(y)
-        classes = np.unique(y)
-        if len(classes) < 2:
-            raise ValueError(f"y: needs samples of at least two classes, got 1 class ({classes.tolist()[0]!r})")
+        X, y = validate_input(self, X, reset=True, y=y)
+        encoded_classes(y)  # at least two classes
         gammas = self._gamma_grid(X)
         regs = self._reg_grid()
         splits = self._check_splits(X, y, groups)
@@ -362,7 +375,7 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
 
     def _delegate(self, method, X, *args):
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        X = validate_input(self, X, reset=False)
         return getattr(self.best_estimator_, method)(X, *args)
 
     def predict(self, X):
@@ -388,6 +401,12 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
     def score(self, X, y):
         """Accuracy of :attr:`best_estimator_` on ``(X, y)``."""
         return self._delegate("score", X, y)
+
+
+def _splitter_error(error):
+    """A splitter's ``ValueError`` with the argument at fault in front."""
+    argument = "groups" if "'groups'" in str(error) else "cv"  # "The 'groups' parameter should not be None."
+    return ValueError(f"{argument}: {error}")
 
 
 def _positive_grid(values, name, strictly):

@@ -22,8 +22,9 @@ GreedyNystroem,         ``variable``, ``(N, n_components_)``: ``transform``
 SparseKernelPCA
 ======================  ===========================================================
 
-Kernels ``rbf``, ``linear`` and ``poly`` are exported; a precomputed or callable kernel
-has no graph of its own, and is refused.
+Kernels ``rbf``, ``linear`` and ``poly`` (alias ``polynomial``, of an integral degree) are
+exported; scikit-learn's other kernels, a precomputed or a callable kernel have no graph
+of their own, and are refused.
 
 Examples
 --------
@@ -72,6 +73,7 @@ except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError("gkfda.onnx needs onnx and skl2onnx: pip install 'gkfda[onnx]'") from error
 
 from ._core import KERNELS
+from ._kernels import canonical_kernel, core_kernel, given_kernel_parameter, portable_kernel
 from .estimator import GreedyKFDA
 from .model_selection import GreedyKFDACV
 from .parsimonious import ParsimoniousKFDA
@@ -116,8 +118,10 @@ def _check_exportable(estimator):
     if isinstance(estimator, GreedyKFDACV):
         estimator = estimator.best_estimator_
     kernel = estimator.kernel
-    if callable(kernel) or kernel not in KERNELS:
+    if callable(kernel) or core_kernel(kernel, given_kernel_parameter(estimator, "degree")) is None:
         shown = "a callable" if callable(kernel) else repr(kernel)
+        if canonical_kernel(kernel) == "poly":
+            shown = f"{shown} of the fractional degree {given_kernel_parameter(estimator, 'degree')!r}"
         raise ValueError(
             f"kernel: {shown} cannot be exported to ONNX: a graph computes only the built-in kernels "
             f"{', '.join(KERNELS)}; refit with one of them"
@@ -127,12 +131,7 @@ def _check_exportable(estimator):
 
 def _predictor(estimator) -> _Predictor:
     estimator = _check_exportable(estimator)
-    kernel = {
-        "kernel": estimator.kernel,
-        "gamma": float(estimator._gamma),
-        "degree": int(estimator.degree),
-        "coef0": float(estimator.coef0),
-    }
+    kernel = portable_kernel(estimator, estimator._gamma, "exported to ONNX")
     if isinstance(estimator, GreedyKFDA):
         predictor = _Predictor(
             **kernel, points=estimator._union_points, weights=estimator._expansion_weights,

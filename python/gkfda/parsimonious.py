@@ -21,12 +21,11 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._core import KERNELS
 from ._model import _SCORE_SHRINKAGE, _smoothed_targets, one_blas_thread
 from ._validation import check_fit_fits, checked_priors, encoded_classes, thread_count
 from ._kernels import (
-    _LARGEST_DEGREE, _LARGEST_THREADS, _count, _Number, kernel_between, precomputed_columns,
-    precomputed_training_kernel, resolve_gamma, validate_input,
+    _LARGEST_THREADS, KERNEL_CONSTRAINTS, _count, _Number, check_kernel_arguments, core_kernel, kernel_between,
+    kernel_parameters, precomputed_columns, precomputed_training_kernel, resolve_gamma, validate_input,
 )
 from .estimator import ovr_probabilities
 
@@ -213,13 +212,15 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
     rho : float >= 0, default=1e-3
         The penalty's weight ``ρ`` (it is multiplied by ``N``). ``0`` is plain least
         squares (no sparsity).
-    kernel : {"rbf", "linear", "poly", "precomputed"} or callable, default="rbf"
+    kernel : str or callable, default="rbf"
         As :class:`GreedyKFDA`'s: ``rbf`` is ``exp(-gamma ||x - z||²)`` (paper 003's
         ``σ`` is ``gamma = 1/(2σ²)``).
-    gamma : float or None, default=None
-        For ``rbf`` and ``poly``; ``None`` is ``1 / (n_features * X.var())``.
-    degree : int, default=3
-    coef0 : float, default=1.0
+    gamma : float, {"scale", "auto"} or None, default=None
+        As :class:`GreedyKFDA`'s: ``None`` is ``"scale"``, ``1 / (n_features * X.var())``.
+    degree : float or None, default=None
+    coef0 : float or None, default=None
+        As :class:`GreedyKFDA`'s: of ``poly`` (``None``: 3 and 1) and ``sigmoid``; None
+        with a callable or precomputed kernel.
     tol : float > 0, default=1e-5
         Stop when the objective's relative decrease in one step is at most ``tol``.
     max_iter : int >= 1, default=1000
@@ -284,10 +285,7 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "q": [_Number(Real, 0, 1, closed="right")],
         "rho": [_Number(Real, 0, np.inf, closed="left")],
-        "kernel": [StrOptions({*KERNELS, "precomputed"}), callable],
-        "gamma": [_Number(Real, 0, np.inf, closed="neither"), None],
-        "degree": [_count(1, _LARGEST_DEGREE)],
-        "coef0": [_Number(Real, -np.inf, np.inf, closed="neither")],
+        **KERNEL_CONSTRAINTS,
         "tol": [_Number(Real, 0, np.inf, closed="neither")],
         "max_iter": [_count()],
         "threshold": [_Number(Real, 0, 1, closed="left")],
@@ -303,8 +301,8 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
         rho=1e-3,
         kernel="rbf",
         gamma=None,
-        degree=3,
-        coef0=1.0,
+        degree=None,
+        coef0=None,
         tol=1e-5,
         max_iter=1000,
         threshold=1e-6,
@@ -335,7 +333,7 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
     # -- kernels ----------------------------------------------------------------------
 
     def _kernel_params(self):
-        return {"gamma": self._gamma, "degree": int(self.degree), "coef0": float(self.coef0)}
+        return kernel_parameters(self, self._gamma)
 
     def _training_kernel(self, X, threads):
         m = X.shape[0]
@@ -397,7 +395,8 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
         self.priors_ = checked_priors(self.priors, y_index, n_classes)
         m = X.shape[0]
         init = self._checked_init(m)
-        self._gamma = resolve_gamma(self.gamma, self._kernel_name(), X, np.float64)
+        check_kernel_arguments(self)
+        self._gamma = resolve_gamma(self.gamma, self.kernel, X, np.float64)
         K = self._training_kernel(X, threads)
         positives = [y_index == 1] if n_classes == 2 else [y_index == c for c in range(n_classes)]
         # BLAS on one thread: OpenBLAS's products and Cholesky factors change in their last
@@ -488,10 +487,10 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
         threads = thread_count(self.n_jobs)
         if not len(self._union):
             values = np.broadcast_to(self._bias, (len(X), len(self._bias))).copy()
-        elif self._kernel_name() in KERNELS:
+        elif core_kernel(self.kernel, self.degree) is not None:
             values = _core.kernel_expansion(
-                np.ascontiguousarray(X), self._union_points, self._weights, self._bias, kernel=self.kernel,
-                **self._kernel_params(), n_threads=threads,
+                np.ascontiguousarray(X), self._union_points, self._weights, self._bias,
+                kernel=core_kernel(self.kernel, self.degree), **self._kernel_params(), n_threads=threads,
             )
         else:
             values = self._cross_kernel(X, threads) @ self._weights + self._bias

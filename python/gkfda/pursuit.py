@@ -31,20 +31,26 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.linalg import cholesky, eigh, solve_triangular, svd
-from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin, _fit_context
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMixin, _fit_context
 from sklearn.utils import Bunch, check_random_state
+from sklearn.utils._set_output import _wrap_data_with_container
 from sklearn.utils._param_validation import Options, StrOptions, validate_params
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
 
 from . import _core
-from ._core import CRITERIA, DEFLATIONS, KERNELS
+from ._core import CRITERIA, DEFLATIONS
 from ._kernels import (
-    _LARGEST_DEGREE,
     _LARGEST_THREADS,
     _count,
     _Number,
+    KERNEL_CONSTRAINTS,
+    check_kernel_arguments,
+    core_kernel,
+    given_kernel_parameter,
     kernel_between,
+    kernel_diagonal,
+    kernel_parameters,
     precomputed_columns,
     precomputed_training_kernel,
     resolve_gamma,
@@ -126,9 +132,10 @@ def matching_pursuit_bound(m, k, t, delta=0.05):
     return 2.0 * total / rest
 
 
-def _cholesky(K_sub):
+def _cholesky(K_sub, argument="X"):
     """Lower ``L`` with ``L L' = K_sub`` (float64); a jitter of 1e-10 of the mean diagonal
-    where rounding (float32 kernels) left the chosen points' kernel not quite positive."""
+    where rounding (float32 kernels) left the chosen points' kernel not quite positive.
+    ``argument`` names the kernel's source in the message of an indefinite one."""
     K_sub = np.asarray(K_sub, dtype=np.float64)
     scale = float(np.mean(np.diagonal(K_sub))) if K_sub.size else 1.0
     for jitter in (0.0, 1e-10, 1e-8, 1e-6):
@@ -136,7 +143,11 @@ def _cholesky(K_sub):
             return cholesky(K_sub + jitter * scale * np.eye(len(K_sub)), lower=True)
         except np.linalg.LinAlgError:
             continue
-    raise np.linalg.LinAlgError("the chosen points' kernel is not positive definite")
+    # A precomputed or callable kernel can pass the checks of its 2×2 minors and still be indefinite.
+    raise ValueError(
+        f"{argument}: the kernel must be positive semi-definite, but its submatrix of the {len(K_sub)} "
+        "chosen points has no Cholesky factor"
+    )
 
 
 def _features(L, cross):
@@ -154,10 +165,7 @@ class _KernelPursuit(BaseEstimator):
     """What the family shares: the kernel parameters, validation and the training kernel."""
 
     _kernel_constraints: dict = {
-        "kernel": [StrOptions({*KERNELS, "precomputed"}), callable],
-        "gamma": [_Number(Real, 0, np.inf, closed="neither"), None],
-        "degree": [_count(1, _LARGEST_DEGREE)],
-        "coef0": [_Number(Real, -np.inf, np.inf, closed="neither")],
+        **KERNEL_CONSTRAINTS,
         "dtype": [
             StrOptions(set(_DTYPES)),
             Options(type, {float, np.float64, np.float32}),
@@ -185,22 +193,38 @@ class _KernelPursuit(BaseEstimator):
     def _kernel_name(self):
         return "callable" if callable(self.kernel) else self.kernel
 
+    def _blamed(self, argument="X"):
+        """The argument a degenerate training kernel is blamed on: the callable, else the data."""
+        return "kernel" if callable(self.kernel) else argument
+
+    # gamma=None: "scale", as SVC's (GreedyNystroem: Nystroem's, the kernel's own default).
+    _gamma_of_none = "scale"
+    # A callable is SVC's kernel(A, B) of two matrices (GreedyNystroem: Nystroem's, of two rows).
+    _callable_rows = False
+
     def _kernel_params(self):
-        return {"gamma": self._gamma, "degree": int(self.degree), "coef0": float(self.coef0)}
+        return kernel_parameters(self, self._gamma)
+
+    def _resolve_gamma(self, X, argument="X"):
+        """The ``gamma`` of a fit on ``X`` (a view), once the kernel's parameters are checked."""
+        check_kernel_arguments(self)
+        gamma = given_kernel_parameter(self, "gamma")
+        return resolve_gamma(gamma, self.kernel, X, self._dtype(), argument, default=self._gamma_of_none)
 
     def _training_kernel(self, X, k, kernels=1, argument="X"):
         """The training kernel of ``X`` (``X`` itself, checked, when precomputed); first
         ``gamma``, and the memory check of a fit with ``kernels`` m×m matrices and ``k`` picks."""
         dtype = self._dtype()
-        self._gamma = resolve_gamma(self.gamma, self._kernel_name(), X, dtype)
+        self._gamma = self._resolve_gamma(X, argument)
         if self._precomputed():
             return precomputed_training_kernel(X, dtype, k, kernels, argument)
         m = X.shape[0]
         itemsize = np.dtype(dtype).itemsize
-        if callable(self.kernel):  # the callable's float64 matrix, and its copy in dtype
+        if core_kernel(self.kernel, self._kernel_params()["degree"]) is None:  # float64, then a copy in dtype
             itemsize += 8 if dtype == np.float32 else 0
-        check_fit_fits(m, k, kernels, dtype, kernels * m * m * itemsize)
-        return kernel_between(X, None, self.kernel, self._kernel_params(), dtype, self._threads())
+        check_fit_fits(m, k, kernels, dtype, kernels * m * m * itemsize, argument)
+        return kernel_between(X, None, self.kernel, self._kernel_params(), dtype, self._threads(), argument,
+                              rows=self._callable_rows)
 
     def _points(self, X, indices):
         """The training points ``X[indices]`` a model keeps: none of a precomputed kernel,
@@ -215,20 +239,15 @@ class _KernelPursuit(BaseEstimator):
             return np.asarray(precomputed_columns(X, support, self.n_features_in_, argument), dtype=np.float64)
         params = self._kernel_params() if gamma is None else {**self._kernel_params(), "gamma": gamma}
         return np.asarray(
-            kernel_between(X, basis, self.kernel, params, self._dtype(), self._threads()), dtype=np.float64
+            kernel_between(X, basis, self.kernel, params, self._dtype(), self._threads(), argument,
+                           rows=self._callable_rows),
+            dtype=np.float64,
         )
 
     def _self_kernel(self, X, gamma=None):
         """``κ(x, x)`` of each row of ``X`` (float64)."""
-        gamma = self._gamma if gamma is None else gamma
-        X = np.asarray(X, dtype=np.float64)
-        if self.kernel == "rbf":
-            return np.ones(len(X))
-        if self.kernel == "linear":
-            return np.einsum("ij,ij->i", X, X)
-        if self.kernel == "poly":
-            return (gamma * np.einsum("ij,ij->i", X, X) + self.coef0) ** int(self.degree)
-        return np.array([float(np.asarray(self.kernel(row[None], row[None]))[0, 0]) for row in X])
+        params = {**self._kernel_params(), "gamma": self._gamma if gamma is None else gamma}
+        return kernel_diagonal(X, self.kernel, params, rows=self._callable_rows)
 
     def _resolved_count(self, name, value, m):
         """``value`` bases, at most ``m`` (lowered with a warning, so a grid works on small folds)."""
@@ -271,17 +290,21 @@ class KernelMatchingPursuit(RegressorMixin, _KernelPursuit):
     ----------
     k : int, default=50
         Number of kernel columns; lowered, with a warning, to the number of samples.
-    kernel : {"rbf", "linear", "poly", "precomputed"} or callable, default="rbf"
-        ``rbf`` is ``exp(-gamma ||x - z||²)``; a callable ``kernel(A, B)`` returns the
-        kernel matrix between the rows of ``A`` and ``B``. With ``precomputed``, ``fit``
+    kernel : str or callable, default="rbf"
+        As :class:`GreedyKFDA`'s: ``rbf``, ``linear``, ``poly`` (alias ``polynomial``),
+        ``sigmoid``, ``laplacian``, ``cosine``, ``chi2``, ``additive_chi2``, ``precomputed``,
+        or a callable ``kernel(A, B)`` that returns the kernel matrix between the rows of
+        ``A`` and ``B``. With ``precomputed``, ``fit``
         and ``loss_bound`` take the ``m×m`` training kernel and ``predict`` takes the
         kernel ``K(X_new, X_train)`` of shape ``(n, m)``, of which it reads the
         ``support_`` columns.
-    gamma : float or None, default=None
-        For ``rbf`` and ``poly``; ``None`` is ``1 / (n_features * X.var())``.
-    degree : int, default=3
-    coef0 : float, default=1.0
-        Degree and constant of ``poly``: ``(gamma x·z + coef0)^degree``.
+    gamma : float, {"scale", "auto"} or None, default=None
+        As :class:`GreedyKFDA`'s: ``None`` is ``"scale"``, ``1 / (n_features * X.var())``.
+    degree : float or None, default=None
+    coef0 : float or None, default=None
+        Degree and constant of ``poly``, ``(gamma x·z + coef0)^degree`` (``None``: 3 and 1),
+        and constant of ``sigmoid``. With a callable or precomputed kernel, leave
+        ``gamma``, ``degree`` and ``coef0`` None: giving one raises a ValueError.
     fit_intercept : bool, default=False
         Add a constant to the model (not in the original algorithm). The selection then
         matches the centred target, and the final least squares has a constant column.
@@ -330,7 +353,7 @@ class KernelMatchingPursuit(RegressorMixin, _KernelPursuit):
         **_KernelPursuit._kernel_constraints,
     }
 
-    def __init__(self, k=50, kernel="rbf", gamma=None, degree=3, coef0=1.0, fit_intercept=False,
+    def __init__(self, k=50, kernel="rbf", gamma=None, degree=None, coef0=None, fit_intercept=False,
                  dtype="float64", n_jobs=None):
         self.k = k
         self.kernel = kernel
@@ -356,8 +379,9 @@ class KernelMatchingPursuit(RegressorMixin, _KernelPursuit):
         -------
         self
         """
+        if y is not None:  # None gets scikit-learn's "requires y to be passed"
+            y = _numeric_target(y)
         X, y = validate_input(self, X, reset=True, y=y, y_numeric=True)
-        y = np.asarray(y, dtype=np.float64)
         m = X.shape[0]
         k = self._resolved_count("k", self.k, m)
         K = self._training_kernel(X, k)
@@ -390,6 +414,10 @@ class KernelMatchingPursuit(RegressorMixin, _KernelPursuit):
         X = validate_input(self, X, reset=False)
         return self._cross(X, self.support_, self.support_vectors_) @ self.coef_ + self.intercept_
 
+    def score(self, X, y, sample_weight=None):
+        """The coefficient of determination R² of ``predict(X)`` against ``y`` (scikit-learn's)."""
+        return super().score(X, _numeric_target(y), sample_weight)
+
     def loss_bound(self, X, y, alpha, delta=0.05):
         """Bound on ``P(|f(x) − y| > alpha)`` for a new point, from the training set.
 
@@ -412,13 +440,31 @@ class KernelMatchingPursuit(RegressorMixin, _KernelPursuit):
         check_full_state(self, "loss_bound")
         _check_bound_arguments(alpha, delta)
         X = validate_input(self, X, reset=False)
-        y = column_or_1d(y)
+        y = _numeric_target(y)  # a NaN would count as no error, and tighten the bound
         if len(y) != len(X):
             raise ValueError(f"y: has {len(y)} values but X has {len(X)} samples")
         self._check_training_rows(len(X))
         errors = np.abs(self.predict(X) - y) > alpha
         errors[self.support_] = False
         return matching_pursuit_bound(self.n_samples_fit_, self.k_, int(errors.sum()), delta)
+
+
+def _numeric_target(y):
+    """A regression target as a 1-D float64 array, refused unless of finite real numbers."""
+    try:
+        y = column_or_1d(y, warn=True)
+    except ValueError as error:  # "y should be a 1d array, …", "Complex data not supported …"
+        message = str(error)
+        raise ValueError(message if re.match(r"y\b", message) else f"y: {message}") from error
+    if y.dtype.kind in "US":
+        raise ValueError("y: must be numeric, got strings")
+    try:
+        y = y.astype(np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"y: must be numeric, got values of dtype {y.dtype}") from None
+    if not np.all(np.isfinite(y)):
+        raise ValueError("y: must be finite, got NaN or infinity")
+    return y
 
 
 def _check_bound_arguments(alpha, delta):
@@ -428,7 +474,7 @@ def _check_bound_arguments(alpha, delta):
         raise ValueError(f"delta: must be in (0, 1), got {delta!r}")
 
 
-class SparseKernelPCA(TransformerMixin, _KernelPursuit):
+class SparseKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _KernelPursuit):
     """Sparse kernel PCA: the feature-space subspace spanned by ``n_components`` training
     points chosen greedily.
 
@@ -487,7 +533,7 @@ class SparseKernelPCA(TransformerMixin, _KernelPursuit):
 
     _parameter_constraints: dict = {"n_components": [_count()], **_KernelPursuit._kernel_constraints}
 
-    def __init__(self, n_components=50, kernel="rbf", gamma=None, degree=3, coef0=1.0, dtype="float64",
+    def __init__(self, n_components=50, kernel="rbf", gamma=None, degree=None, coef0=None, dtype="float64",
                  n_jobs=None):
         self.n_components = n_components
         self.kernel = kernel
@@ -511,8 +557,10 @@ class SparseKernelPCA(TransformerMixin, _KernelPursuit):
         k = self._resolved_count("n_components", self.n_components, m)
         K = self._training_kernel(X, k)
         indices, scores, stopped_early = _select("pca", K, k, self._threads())
+        if len(indices) == 0:  # every diagonal entry, so (PSD) every entry, is 0
+            raise ValueError(f"{self._blamed()}: the kernel matrix of the training set is zero: no point can be chosen")
         self._warn_if_short(stopped_early, len(indices), k)
-        self._factor = _cholesky(K[np.ix_(indices, indices)])
+        self._factor = _cholesky(K[np.ix_(indices, indices)], self._blamed())
         Z = _features(self._factor, K[:, indices])
         values, vectors = eigh(Z.T @ Z)
         order = np.argsort(-values, kind="stable")
@@ -528,6 +576,10 @@ class SparseKernelPCA(TransformerMixin, _KernelPursuit):
         self._largest_self_kernel = float(diagonal.max())
         self.n_samples_fit_ = m
         return self
+
+    @property
+    def _n_features_out(self):
+        return self.n_components_
 
     def transform(self, X):
         """Nyström features of ``X`` on the principal axes: shape ``(n, n_components_)``."""
@@ -639,7 +691,7 @@ class SparseKernelPCA(TransformerMixin, _KernelPursuit):
                      best=int(t[np.argmin(bound)]))
 
 
-class SparseKernelCCA(TransformerMixin, _KernelPursuit):
+class SparseKernelCCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _KernelPursuit):
     """Sparse kernel CCA: canonical correlation analysis of two views on the Nyström
     features of ``k`` paired training points chosen greedily.
 
@@ -655,7 +707,8 @@ class SparseKernelCCA(TransformerMixin, _KernelPursuit):
         Number of canonical directions, at most ``k``.
     kernel, gamma, degree, coef0
         The kernel of both views, as :class:`KernelMatchingPursuit`; ``gamma=None`` is
-        ``1 / (n_features * var)`` of each view separately. With ``kernel="precomputed"``
+        ``1 / (n_features * var)`` of each view separately (``"scale"``; ``"auto"`` is
+        ``1 / n_features`` of each view). With ``kernel="precomputed"``
         both views are kernels: ``fit(Kx, Ky)`` takes the two ``m×m`` training kernels, and
         ``transform(Kx_new, Ky_new)`` (and ``score``, ``loss_bound``) the two kernels between
         the new pairs and the training pairs, each of shape ``(n, m)``.
@@ -712,7 +765,7 @@ class SparseKernelCCA(TransformerMixin, _KernelPursuit):
         **_KernelPursuit._kernel_constraints,
     }
 
-    def __init__(self, k=50, n_components=2, kernel="rbf", gamma=None, degree=3, coef0=1.0, signed=True,
+    def __init__(self, k=50, n_components=2, kernel="rbf", gamma=None, degree=None, coef0=None, signed=True,
                  center=True, reg=1e-6, dtype="float64", n_jobs=None):
         self.k = k
         self.n_components = n_components
@@ -737,7 +790,7 @@ class SparseKernelCCA(TransformerMixin, _KernelPursuit):
             y = check_array(y, dtype=[np.float64, np.float32], ensure_2d=False, input_name="y")
         except (TypeError, ValueError) as error:
             message = str(error)
-            raise type(error)(message if re.search(r"\by\b", message) else f"y: {message}") from error
+            raise type(error)(message if re.match(r"y\b", message) else f"y: {message}") from error
         if y.ndim == 1:
             y = y.reshape(-1, 1)
         if y.ndim != 2:
@@ -782,13 +835,20 @@ class SparseKernelCCA(TransformerMixin, _KernelPursuit):
         indices, scores, stopped_early = _select(
             "correlation", Kx, k, self._threads(), second_kernel=Ky, signed=bool(self.signed)
         )
+        if len(indices) == 0:  # no pair's kernel column is nonzero in both views
+            zero = [name for name, K in (("X", Kx), ("y", Ky)) if not K.any()]
+            if zero:
+                raise ValueError(
+                    f"{self._blamed(zero[0])}: the kernel matrix of the training set is zero: no pair can be chosen"
+                )
+            raise ValueError("X, y: no training pair has a nonzero kernel column in both views: no pair can be chosen")
         self._warn_if_short(stopped_early, len(indices), k)
         n_components = min(int(self.n_components), len(indices))
         if n_components < self.n_components:
             warnings.warn(f"n_components={self.n_components} is more than the {len(indices)} points chosen: "
                           f"{n_components} canonical directions are used.", UserWarning, stacklevel=3)
-        self._x_factor = _cholesky(Kx[np.ix_(indices, indices)])
-        self._y_factor = _cholesky(Ky[np.ix_(indices, indices)])
+        self._x_factor = _cholesky(Kx[np.ix_(indices, indices)], self._blamed("X"))
+        self._y_factor = _cholesky(Ky[np.ix_(indices, indices)], self._blamed("y"))
         Zx = _features(self._x_factor, Kx[:, indices])
         Zy = _features(self._y_factor, Ky[:, indices])
         self._x_mean = Zx.mean(axis=0) if self.center else np.zeros(Zx.shape[1])
@@ -822,10 +882,24 @@ class SparseKernelCCA(TransformerMixin, _KernelPursuit):
         sign = np.where(x_weights[np.argmax(np.abs(x_weights), axis=0), np.arange(n_components)] < 0, -1.0, 1.0)
         return x_weights * sign, y_weights * sign, S[:n_components]
 
+    @property
+    def _n_features_out(self):
+        return self.x_weights_.shape[1]
+
     def transform(self, X, y=None):
         """Canonical projections: of ``X``, or the pair ``(x_scores, y_scores)`` with the
         second view ``y`` (with a precomputed kernel, each view's kernel between the new
-        pairs and the training pairs: ``(n, n_samples_fit_)``)."""
+        pairs and the training pairs: ``(n, n_samples_fit_)``). With
+        ``set_output(transform="pandas")`` both are data frames, their columns
+        ``get_feature_names_out()``."""
+        scores = self._transform(X, y)
+        if y is None:
+            return scores
+        # scikit-learn's wrapper converts the first of a pair (as CCA's): the second likewise.
+        return scores[0], _wrap_data_with_container("transform", scores[1], y, self)
+
+    def _transform(self, X, y=None):
+        """``transform``'s arrays, whatever the output configuration."""
         check_is_fitted(self)
         X = validate_input(self, X, reset=False)
         x_features = _features(self._x_factor, self._cross(X, self.support_, self.x_support_vectors_))
@@ -844,7 +918,7 @@ class SparseKernelCCA(TransformerMixin, _KernelPursuit):
 
     def score(self, X, y):
         """Mean over the components of the Pearson correlation of the two views' projections."""
-        x_scores, y_scores = self.transform(X, y)
+        x_scores, y_scores = self._transform(X, y)
         x_scores = x_scores - x_scores.mean(axis=0)
         y_scores = y_scores - y_scores.mean(axis=0)
         norms = np.sqrt(np.sum(x_scores**2, axis=0) * np.sum(y_scores**2, axis=0))
@@ -872,7 +946,7 @@ class SparseKernelCCA(TransformerMixin, _KernelPursuit):
         check_is_fitted(self)
         check_full_state(self, "loss_bound")
         _check_bound_arguments(alpha, delta)
-        x_scores, y_scores = self.transform(X, y)
+        x_scores, y_scores = self._transform(X, y)
         self._check_training_rows(len(x_scores))
         errors = np.abs(x_scores - y_scores) > alpha
         errors[self.support_] = False
@@ -895,7 +969,7 @@ def _class_labels(y):
     return np.ascontiguousarray(codes == 1 if len(classes) == 2 else codes.astype(np.int64))
 
 
-class GreedyNystroem(TransformerMixin, _KernelPursuit):
+class GreedyNystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _KernelPursuit):
     """scikit-learn's ``Nystroem`` kernel approximation with landmarks chosen greedily.
 
     With class labels (``fit(X, y)``, as in a ``Pipeline`` before a classifier), the
@@ -920,13 +994,32 @@ class GreedyNystroem(TransformerMixin, _KernelPursuit):
         Of a Fisher selection: ``auto`` is ``schur``, ``GreedyKFDA``'s default. ``pca`` and
         ``matching`` have their own deflations (pivoted Cholesky, projection) and take only
         ``auto``.
-    kernel, gamma, degree, coef0, dtype, n_jobs
-        As :class:`KernelMatchingPursuit`. With ``kernel="precomputed"``, as ``Nystroem``'s:
+    kernel : str or callable, default="rbf"
+        ``Nystroem``'s: the names of :class:`KernelMatchingPursuit`, ``precomputed``, or a
+        callable ``kernel(a, b, **kernel_params)`` of two rows that returns a number (as
+        in ``pairwise_kernels``: one Python call per pair of points, and the greedy
+        choice reads the kernel of every pair of training points; ``precomputed`` is
+        faster). With ``kernel="precomputed"``, as ``Nystroem``'s:
         ``fit`` takes the ``m×m`` training kernel, whose landmark rows are ``components_``,
         and ``transform`` the kernel ``K(X_new, X_train)`` of shape ``(n, m)``, of which it
         reads the ``component_indices_`` columns. (``Nystroem`` itself fits a precomputed
         kernel only with ``n_components`` equal to ``m``; there, with the same landmarks,
         both give the same features.)
+    gamma : float, {"scale", "auto"} or None, default=None
+        ``None`` is ``Nystroem``'s: the kernel's own default, ``1 / n_features`` (as
+        ``"auto"``) for ``rbf``, ``poly``, ``sigmoid`` and ``laplacian``, 1 for ``chi2``;
+        not the ``"scale"``, ``1 / (n_features * X.var())``, of gkfda's other estimators,
+        so that ``Nystroem``'s calls give ``Nystroem``'s kernel. ``"scale"`` and
+        ``"auto"`` as ``SVC``'s.
+    degree, coef0 : float or None, default=None
+        Of ``poly`` (``None``: 3 and 1) and ``sigmoid`` (``coef0``; ``None``: 1).
+    kernel_params : dict or None, default=None
+        ``Nystroem``'s: the keyword arguments of a callable kernel; of a named kernel, its
+        ``gamma``, ``degree`` or ``coef0``, which the parameters of the same name override.
+        With a callable or precomputed kernel, ``gamma``, ``degree`` and ``coef0`` must be
+        None (a ValueError otherwise, as ``Nystroem``'s).
+    dtype, n_jobs
+        As :class:`KernelMatchingPursuit`.
     random_state : int, RandomState instance or None, default=None
         Seed of the ``random`` criterion.
 
@@ -961,11 +1054,14 @@ class GreedyNystroem(TransformerMixin, _KernelPursuit):
         "criterion": [StrOptions({"auto", "pca", "matching", *CRITERIA})],
         "deflation": [StrOptions({"auto", *DEFLATIONS})],
         **_KernelPursuit._kernel_constraints,
+        "kernel_params": [dict, None],
         "random_state": ["random_state"],
     }
+    _gamma_of_none = "auto"
+    _callable_rows = True
 
-    def __init__(self, n_components=100, criterion="auto", deflation="auto", kernel="rbf", gamma=None, degree=3,
-                 coef0=1.0, dtype="float64", random_state=None, n_jobs=None):
+    def __init__(self, n_components=100, criterion="auto", deflation="auto", kernel="rbf", gamma=None, degree=None,
+                 coef0=None, kernel_params=None, dtype="float64", random_state=None, n_jobs=None):
         self.n_components = n_components
         self.criterion = criterion
         self.deflation = deflation
@@ -973,6 +1069,7 @@ class GreedyNystroem(TransformerMixin, _KernelPursuit):
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
+        self.kernel_params = kernel_params
         self.dtype = dtype
         self.random_state = random_state
         self.n_jobs = n_jobs
@@ -1011,7 +1108,7 @@ class GreedyNystroem(TransformerMixin, _KernelPursuit):
             if self._precomputed():  # checked, and read for the landmarks' kernel
                 K = self._training_kernel(X, k)
             else:  # no training kernel needed
-                self._gamma = resolve_gamma(self.gamma, self._kernel_name(), X, self._dtype())
+                self._gamma = self._resolve_gamma(X)
             indices = check_random_state(self.random_state).permutation(m)[:k].astype(np.int64)
             stopped_early = False
         elif criterion == "pca":
@@ -1035,7 +1132,7 @@ class GreedyNystroem(TransformerMixin, _KernelPursuit):
         # As Nystroem's, even precomputed: the landmarks' rows of X (of the kernel, then).
         self.components_ = np.array(X[indices])
         self.component_indices_ = indices
-        if self._precomputed():
+        if K is not None:  # no kernel value computed twice (a callable's calls are counted)
             landmarks = np.asarray(K[np.ix_(indices, indices)], dtype=np.float64)
         else:
             landmarks = self._cross(self.components_, None, self.components_)
@@ -1046,6 +1143,14 @@ class GreedyNystroem(TransformerMixin, _KernelPursuit):
         self.n_components_ = len(indices)
         self.stopped_early_ = bool(stopped_early)
         return self
+
+    @property
+    def _n_features_out(self):
+        return self.n_components_
+
+    @property
+    def _n_features_out(self):
+        return self.n_components_
 
     def transform(self, X):
         """``K(X, components_) @ normalization_.T``: shape ``(n, n_components_)``."""

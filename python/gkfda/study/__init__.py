@@ -14,3 +14,9 @@ Examples
 >>> protocol.MPKFDA_METHOD
 'optimal/schur/1'
 """
+
+
+class StudyInputError(ValueError):
+    """Input that a study command cannot use: a corrupted file of a results directory, or a
+    directory of another protocol. The message starts with the file or option at fault;
+    ``gkfda`` prints it as one line ``gkfda: error: <message>``."""

@@ -28,7 +28,6 @@ Examples
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from pathlib import Path
@@ -39,7 +38,8 @@ import pandas as pd
 from ..bounds import GeneralisationBound, fisher_discriminant_bound
 from ..datasets import load_benchmark
 from ..estimator import GreedyKFDA
-from .protocol import MPKFDA_METHOD, Protocol
+from . import StudyInputError
+from .protocol import MPKFDA_METHOD, Protocol, read_config
 from .report import markdown_table
 
 BENCHMARK_FILE = "bound.csv"
@@ -114,8 +114,32 @@ def _protocol(results_dir: Path) -> Protocol:
     path = results_dir / "config.json"
     if not path.exists():
         return Protocol()
-    saved = json.loads(path.read_text()).get("protocol", {})
-    return Protocol(name=saved.get("name", "paper000"), seed=int(saved.get("seed", 0)))
+    saved = read_config(path).get("protocol", {})
+    try:
+        return Protocol(name=saved.get("name", "paper000"), seed=int(saved.get("seed", 0)))
+    except (TypeError, ValueError):
+        raise StudyInputError(f"{path}: the protocol's seed {saved.get('seed')!r} is not an integer") from None
+
+
+def _read_results(path: Path) -> pd.DataFrame:
+    """``results.csv`` with the columns a refit needs, checked (a problem raises StudyInputError naming the file)."""
+    try:
+        results = pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
+        raise StudyInputError(f"{path}: not a CSV file ({str(error).strip()})") from None
+    numeric = ("realisation", "k", "gamma", "test_error")
+    missing = [c for c in ("dataset", "method", *numeric) if c not in results.columns]
+    if missing:
+        raise StudyInputError(
+            f"{path}: lacks the column(s) {', '.join(missing)}; it is not a file `gkfda experiment` wrote")
+    for column in numeric:
+        values = pd.to_numeric(results[column], errors="coerce")
+        bad = results[column].notna() & values.isna()
+        if bad.any():
+            line = int(bad.to_numpy().argmax()) + 2
+            raise StudyInputError(f"{path}: line {line}: {column} {results[column][bad].iloc[0]!r} is not a number")
+        results[column] = values
+    return results
 
 
 def benchmark_bounds(results_dir, datasets=None, realisations: int = 3, delta: float = 0.05,
@@ -123,7 +147,7 @@ def benchmark_bounds(results_dir, datasets=None, realisations: int = 3, delta: f
     """Refit ``method`` as the study chose it on the first ``realisations`` of each data set
     and bound each fit: one row per (data set, realisation)."""
     results_dir = Path(results_dir)
-    results = pd.read_csv(results_dir / "results.csv")
+    results = _read_results(results_dir / "results.csv")
     protocol = _protocol(results_dir)
     criterion, deflation, stages = method.split("/")
     rows = []
@@ -241,8 +265,8 @@ def run(args) -> int:
     """``gkfda bound``: write the CSV files into the results directory and print the tables."""
     directory = Path(args.results_dir)
     if not (directory / "results.csv").exists():
-        print(f"gkfda bound: {directory / 'results.csv'} does not exist", flush=True)
-        return 2
+        raise StudyInputError(f"{directory / 'results.csv'}: does not exist; `gkfda experiment --out "
+                              f"{directory}` writes it")
     start = time.perf_counter()
     rows = benchmark_bounds(directory, args.datasets, args.realisations, args.delta)
     rows.to_csv(directory / BENCHMARK_FILE, index=False)
@@ -254,14 +278,3 @@ def run(args) -> int:
         print(f"synthetic ({time.perf_counter() - start:.1f} s):\n\n{markdown(synthetic_summary(synthetic))}\n")
     print(f"gkfda bound: written to {directory}; `gkfda report {directory}` shows them")
     return 0
-
-
-def add_arguments(parser):
-    parser.add_argument("results_dir", help="results directory of `gkfda experiment` (its results.csv)")
-    parser.add_argument("--datasets", nargs="+", help="default: every data set with MPKFDA rows")
-    parser.add_argument("--realisations", type=int, default=3, help="first N realisations of each (3)")
-    parser.add_argument("--delta", type=float, default=0.05, help="the bound fails with probability delta (0.05)")
-    parser.add_argument("--sizes", nargs="+", type=int, default=list(FITTED_SIZES),
-                        help="training-set sizes of the synthetic fits (the largest holds an m×m kernel)")
-    parser.add_argument("--no-synthetic", action="store_true", help="only the benchmarks")
-    return parser

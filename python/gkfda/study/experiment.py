@@ -31,9 +31,10 @@ import pandas as pd
 from ..datasets import load_benchmark
 from ..estimator import GreedyKFDA
 from ..parsimonious import ParsimoniousKFDA
+from . import StudyInputError
 from .protocol import (
     BASELINES, KFDA_REGS, KFDAQ_METHODS, KFDAQ_RHOS, KFDAQ_RULES, ORIGINAL, SELF_TUNED, SVM_CS, ExperimentConfig,
-    Protocol, Variant, row_methods,
+    Protocol, Variant, read_config, row_methods,
 )
 from .report import markdown_table
 
@@ -329,17 +330,35 @@ class ResultsDirectory:
         self.paths = self.path / "paths.csv"
 
     @staticmethod
-    def _read(path):
+    def _read(path, required):
+        """The rows of one of the CSV files, each with its line number under ``None``."""
         if not path.exists():
             return []
-        with path.open(newline="") as handle:
-            return list(csv.DictReader(handle))
+        try:
+            with path.open(newline="", encoding="utf-8") as handle:
+                reader = csv.DictReader(handle)
+                rows = [{**row, None: reader.line_num} for row in reader]
+                header = reader.fieldnames or []
+        except (csv.Error, UnicodeDecodeError) as error:
+            raise StudyInputError(f"{path}: not a CSV file ({error})") from None
+        missing = [column for column in required if column not in header]
+        if missing:
+            raise StudyInputError(
+                f"{path}: lacks the column(s) {', '.join(missing)}; it is not a file `gkfda experiment` wrote")
+        return rows
+
+    @staticmethod
+    def _number(path, row, column) -> float:
+        try:
+            return float(row[column])
+        except (TypeError, ValueError):
+            raise StudyInputError(f"{path}: line {row[None]}: {column} {row[column]!r} is not a number") from None
 
     @staticmethod
     def _write(path, columns, rows, mode):
         new = mode == "w" or not path.exists() or path.stat().st_size == 0
         with path.open(mode, newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=columns)
+            writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")  # rows read carry line numbers
             if new:
                 writer.writeheader()
             writer.writerows(rows)
@@ -352,17 +371,24 @@ class ResultsDirectory:
         A pair with fewer rows than ``expected_rows[pair]`` was cut off mid-way: its rows
         (and path rows) are removed so that it runs again, exactly once.
         """
-        gammas = {row["dataset"]: float(row["gamma"]) for row in self._read(self.gammas)}
-        rows = self._read(self.results)
+        gammas = {row["dataset"]: self._number(self.gammas, row, "gamma")
+                  for row in self._read(self.gammas, ("dataset", "gamma"))}
+        rows, cut = [], False
+        for row in self._read(self.results, ("dataset", "method", "realisation", "test_error")):
+            if any(value is None for value in row.values()):
+                cut = True  # a line cut off mid-write: dropped, and its task runs again
+                continue
+            self._number(self.results, row, "test_error")
+            rows.append(row)
         counts = {}
         for row in rows:
             pair = (row["dataset"], row["method"])
             counts[pair] = counts.get(pair, 0) + 1
         complete = {pair for pair, count in counts.items() if count >= expected_rows.get(pair, count)}
-        if len(complete) < len(counts):
+        if len(complete) < len(counts) or cut:
             keep = [row for row in rows if (row["dataset"], row["method"]) in complete]
             self._write(self.results, RESULT_COLUMNS, keep, "w")
-            paths = [r for r in self._read(self.paths) if (r["dataset"], r["method"]) in complete]
+            paths = [r for r in self._read(self.paths, ("dataset", "method")) if (r["dataset"], r["method"]) in complete]
             self._write(self.paths, PATH_COLUMNS, paths, "w")
         return gammas, complete
 
@@ -403,10 +429,12 @@ def _parallel(config: ExperimentConfig, tasks, progress):
 
 
 def run_experiment(config: ExperimentConfig, out, progress: bool = True, log=print) -> dict:
-    """Run (or resume) the experiment into the directory ``out``; returns a summary.
+    """Run (or resume) the experiment into the directory ``out``; returns a summary:
+    ``tasks_run``, ``tasks_skipped`` (already complete), ``tasks_total``, ``wall_time_s``, ``out``.
 
     Widths come first (one task per data set that lacks one), then every (data set,
-    method) task not already complete in ``out/results.csv``.
+    method) task not already complete in ``out/results.csv``. A corrupted file in ``out``
+    raises :class:`~gkfda.study.StudyInputError` before any task runs.
     """
     from tqdm.auto import tqdm
 
@@ -414,18 +442,16 @@ def run_experiment(config: ExperimentConfig, out, progress: bool = True, log=pri
     directory = ResultsDirectory(out)
     made_with = _protocol_of(directory)
     if made_with not in (None, config.protocol.name):
-        raise ValueError(
+        raise StudyInputError(
             f"out: {directory.path} holds results of the {made_with} protocol; resuming it with the "
             f"{config.protocol.name} protocol would mix the two: use another directory"
         )
     config.datasets = [load_benchmark(name).name for name in config.datasets]
     expected = _expected_rows(config)
     gammas, complete = directory.done(expected)
+    methods = [v.key for v in config.variants] + list(config.baselines)
     pending_methods = {
-        name: [
-            m for m in [v.key for v in config.variants] + list(config.baselines)
-            if any((name, row_method) not in complete for row_method in row_methods(m))
-        ]
+        name: [m for m in methods if any((name, row_method) not in complete for row_method in row_methods(m))]
         for name in config.datasets
     }
     gamma_tasks = [
@@ -438,11 +464,15 @@ def run_experiment(config: ExperimentConfig, out, progress: bool = True, log=pri
         for name in config.datasets for method in pending_methods[name] if method in SELF_TUNED
     ]
     variant_count = sum(len([m for m in ms if m not in SELF_TUNED]) for ms in pending_methods.values())
-    total = len(gamma_tasks) + len(baseline_tasks) + variant_count
-    skipped = sum(1 for pair in expected if pair in complete)
+    # Tasks: a width selection per data set with greedy variants, and a (data set, method) pair
+    # per method; those not pending are complete.
+    to_run = len(gamma_tasks) + len(baseline_tasks) + variant_count
+    total = len(config.datasets) * len(methods)
+    total += len(config.datasets) if any(m not in SELF_TUNED for m in methods) else 0
+    skipped = total - to_run
     if skipped:
-        log(f"resuming: {skipped} of {len(expected)} (data set, method) tasks already complete in {out}")
-    bar = tqdm(total=total, desc="gkfda experiment", unit="task", disable=not progress)
+        log(f"resuming: {skipped} of {total} tasks already complete in {out}")
+    bar = tqdm(total=to_run, desc="gkfda experiment", unit="task", disable=not progress)
     with bar:
         for output in _parallel(config, gamma_tasks + baseline_tasks, bar):
             directory.append(output)
@@ -457,7 +487,8 @@ def run_experiment(config: ExperimentConfig, out, progress: bool = True, log=pri
             directory.append(output)
     wall = time.perf_counter() - start
     _write_config(directory, config, wall)
-    return {"tasks_run": total, "tasks_skipped": skipped, "wall_time_s": wall, "out": str(directory.path)}
+    return {"tasks_run": to_run, "tasks_skipped": skipped, "tasks_total": total, "wall_time_s": wall,
+            "out": str(directory.path)}
 
 
 def _protocol_of(directory: ResultsDirectory) -> str | None:
@@ -465,12 +496,12 @@ def _protocol_of(directory: ResultsDirectory) -> str | None:
     path = directory.path / "config.json"
     if not path.exists():
         return None
-    return json.loads(path.read_text()).get("protocol", {}).get("name", "paper000")
+    return read_config(path).get("protocol", {}).get("name", "paper000")
 
 
 def _write_config(directory: ResultsDirectory, config: ExperimentConfig, wall: float) -> None:
     path = directory.path / "config.json"
-    previous = json.loads(path.read_text()) if path.exists() else {}
+    previous = read_config(path)
     def union(key, current):  # a results directory accumulates the runs made into it
         return list(dict.fromkeys(previous.get(key, []) + list(current)))
 
@@ -489,7 +520,10 @@ def _write_config(directory: ResultsDirectory, config: ExperimentConfig, wall: f
 
 def summary_table(out) -> str:
     """Mean test error (and its s.d.) per data set and method, as Markdown."""
-    results = pd.read_csv(Path(out) / "results.csv")
+    path = Path(out) / "results.csv"
+    if not path.exists():
+        return "(no results: no method was run)"
+    results = pd.read_csv(path)
     cells = results.groupby(["method", "dataset"])["test_error"].agg(
         lambda errors: f"{np.mean(errors):.3f} ± {np.std(errors):.3f}")
     table = cells.unstack("dataset").fillna("—")

@@ -44,12 +44,15 @@ Examples
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from .._core import CRITERIA, DEFLATIONS
 from ..datasets import list_benchmarks
+from . import StudyInputError
 
 WIDTHS = tuple(2.0**exponent for exponent in (-5, -3, -1, 1, 3, 5))
 #: How far the default protocol extends the width grid past an end that is chosen.
@@ -175,6 +178,32 @@ class ExperimentConfig:
     protocol: Protocol = field(default_factory=Protocol)
     jobs: int = 1
     backend: str | None = None  # joblib backend name; None: loky processes
+
+
+def read_config(path) -> dict:
+    """The ``config.json`` a run wrote into its results directory (``{}`` when there is none).
+
+    Raises :class:`~gkfda.study.StudyInputError`, its message starting with the path, when the
+    file is not JSON or not the record a run writes.
+    """
+    path = Path(path)
+    if not path.exists():
+        return {}
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as error:
+        raise StudyInputError(f"{path}: not UTF-8 text ({error.reason})") from None
+    except json.JSONDecodeError as error:
+        raise StudyInputError(f"{path}: not valid JSON ({error.msg}, line {error.lineno} column {error.colno}); "
+                              f"remove it to start the record afresh") from None
+    if not isinstance(record, dict):
+        raise StudyInputError(f"{path}: holds a JSON {type(record).__name__}, not the object a run writes")
+    expected = {"protocol": dict, "datasets": list, "variants": list, "baselines": list,
+                "wall_time_s": (int, float), "runs": int}
+    for key, kind in expected.items():
+        if key in record and not isinstance(record[key], kind):
+            raise StudyInputError(f"{path}: {key!r} is a JSON {type(record[key]).__name__}, not what a run writes")
+    return record
 
 
 QUICK = {

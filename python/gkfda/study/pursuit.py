@@ -238,11 +238,6 @@ def run_pursuit_study(out, quick=False, log=print) -> dict:
     return times
 
 
-def add_arguments(parser) -> None:
-    parser.add_argument("out", help="directory for the CSVs and summary.md, created if needed")
-    parser.add_argument("--quick", action="store_true", help="fewer bases and a smaller CCA set (seconds)")
-
-
 def run(args) -> int:
     run_pursuit_study(args.out, quick=args.quick)
     return 0

@@ -1265,15 +1265,9 @@ def write_report(results_dir, out_dir=None, *, figures: bool = True, canonical_o
 
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the ``gkfda report`` arguments to ``parser`` (a sub-command parser or a fresh one)."""
-    parser.add_argument("results_dir", help="results directory of `gkfda experiment`")
-    parser.add_argument("--out", default=None, help="output directory (default: RESULTS_DIR/report)")
-    parser.add_argument("--canonical-only", action="store_true", help="report only the canonical IDA splits")
-    parser.add_argument("--no-figures", action="store_true", help="do not draw the PNG figures")
-    parser.add_argument("--also", nargs="+", default=[], metavar="DIR",
-                        help="more results directories whose rows join the report (e.g. a kFDA_q run)")
-    parser.add_argument("--mpkfda", default=MPKFDA_METHOD,
-                        help=f"method shown as MPKFDA in the Table 1 comparison (default: {MPKFDA_METHOD})")
-    return parser
+    from ..cli import add_report_arguments
+
+    return add_report_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,0 +1,175 @@
+"""The command line: bad option values, unusable output directories and corrupted results
+files get one line naming the option or file (no traceback); help is complete and cheap."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from gkfda import cli
+from gkfda.cli import main
+
+TINY = ["--datasets", "heart", "--criteria", "optimal", "--deflations", "schur", "--realisations", "1",
+        "--cv-realisations", "1", "--folds", "2", "--no-baselines", "--jobs", "1", "--no-progress"]
+RESULTS_HEADER = ("dataset,method,criterion,deflation,stages,realisation,canonical,gamma,k,k_used,m_train,m_test,"
+                  "n_features,test_error,fit_time,cv_error,params\n")
+
+
+def one_line_error(capsys, argv, status=2):
+    """Run ``gkfda argv``; its status and the one stderr line that says what is wrong."""
+    try:
+        code = main(argv)
+    except SystemExit as stopped:
+        code = stopped.code
+    err = capsys.readouterr().err
+    assert code == status, err
+    assert "Traceback" not in err
+    errors = [line for line in err.splitlines() if "error:" in line]
+    assert len(errors) == 1 and len(err) < 800, err
+    return errors[0]
+
+
+def test_the_offered_names_are_the_library_s():
+    import gkfda
+    from gkfda.datasets import list_benchmarks
+    from gkfda.study import bound, protocol
+
+    assert cli.CRITERIA == gkfda.CRITERIA and cli.DEFLATIONS == gkfda.DEFLATIONS
+    assert list(cli.BENCHMARKS) == list_benchmarks()
+    assert cli.PROTOCOLS == protocol.PROTOCOLS and cli.SELF_TUNED == protocol.SELF_TUNED
+    assert cli.MPKFDA_METHOD == protocol.MPKFDA_METHOD and cli.BOUND_SIZES == bound.FITTED_SIZES
+
+
+def test_help_imports_nothing_beyond_the_package():
+    # What `gkfda <cmd> --help` loads on top of `import gkfda`: no study module, no pandas.
+    code = (
+        "import sys, gkfda; before = set(sys.modules); from gkfda.cli import main\n"
+        "for command in ([], ['demo'], ['experiment'], ['report'], ['bound'], ['pursuit']):\n"
+        "    try: main(command + ['--help'])\n"
+        "    except SystemExit: pass\n"
+        "print(' '.join(sorted(set(sys.modules) - before)), file=sys.stderr)\n"
+    )
+    added = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stderr.split()
+    heavy = [m for m in added if m.split(".")[0] in ("numpy", "scipy", "sklearn", "pandas", "matplotlib", "tqdm")
+             or (m.startswith("gkfda.") and m not in ("gkfda.cli", "gkfda.study"))]
+    assert heavy == []
+
+
+def test_every_option_has_help_and_shows_its_default():
+    parser = cli._parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, cli.argparse._SubParsersAction)]
+    formatter = cli._HelpFormatter("gkfda")
+    for name, sub in commands.choices.items():
+        for action in sub._actions:
+            if isinstance(action, cli.argparse._HelpAction):
+                continue
+            assert action.help, (name, action.dest)
+            if action.option_strings and action.nargs != 0:
+                assert "(default" in formatter._get_help_string(action), (name, action.dest)
+
+
+@pytest.mark.parametrize(
+    "argv, option",
+    [
+        (["demo", "--n", "0"], "--n"),
+        (["demo", "--k", "0"], "--k"),
+        (["demo", "--gamma", "nan"], "--gamma"),
+        (["demo", "--gamma", "-1"], "--gamma"),
+        (["demo", "--seed", "-1"], "--seed"),
+        (["experiment", "--folds", "0"], "--folds"),
+        (["experiment", "--folds", "1"], "--folds"),
+        (["experiment", "--jobs", "0"], "--jobs"),
+        (["experiment", "--stages", "0"], "--stages"),
+        (["experiment", "--realisations", "-1"], "--realisations"),
+        (["experiment", "--cv-realisations", "two"], "--cv-realisations"),
+        (["bound", ".", "--delta", "2"], "--delta"),
+        (["bound", ".", "--delta", "0"], "--delta"),
+        (["bound", ".", "--realisations", "0"], "--realisations"),
+        (["bound", ".", "--sizes", "1000", "0"], "--sizes"),
+    ],
+)
+def test_bad_numbers_name_the_option(capsys, argv, option):
+    line = one_line_error(capsys, argv)
+    assert line.startswith(f"gkfda {argv[0]}: error: argument {option}: must be ")
+
+
+def test_an_output_that_is_a_file_is_refused_before_any_work(tmp_path, capsys):
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    assert "argument --out: " in one_line_error(capsys, ["experiment", "--out", str(afile)])
+    assert f"{afile} is a file" in one_line_error(capsys, ["experiment", *TINY, "--out", str(afile / "sub")])
+    assert "argument out: " in one_line_error(capsys, ["pursuit", str(afile)])
+    assert "argument --out: " in one_line_error(capsys, ["report", str(tmp_path), "--out", str(afile)])
+    assert not (afile.parent / "gkfda-results").exists()
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root writes into read-only directories")
+def test_an_unwritable_output_is_refused(tmp_path, capsys):
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    try:
+        assert "is not writable" in one_line_error(capsys, ["experiment", "--out", str(locked)])
+        assert "cannot be created" in one_line_error(capsys, ["experiment", "--out", str(locked / "new")])
+    finally:
+        locked.chmod(0o700)
+
+
+@pytest.mark.parametrize(
+    "name, content, expected",
+    [
+        ("config.json", '{"protocol": {"name": "def', "not valid JSON"),
+        ("config.json", "[1, 2]", "holds a JSON list"),
+        ("config.json", '{"protocol": "default"}', "'protocol' is a JSON str"),
+        ("config.json", b"\xff\xfe{}", "not UTF-8 text"),
+        ("results.csv", "garbage,\x00\nstuff\n", "lacks the column(s) dataset, method"),
+        ("results.csv", RESULTS_HEADER + "heart,optimal/schur/1,optimal,schur,1,1,1,0.03,10,10,170,100,13,zero,0.1,0.1,{}\n",
+         "line 2: test_error 'zero' is not a number"),
+        ("results.csv", b"\xff\xfe\x00garbage", "not a CSV file"),
+        ("gamma.csv", "dataset,gamma,width,cv_error,split_widths\nheart,wide,1,0.1,[]\n", "gamma 'wide' is not a number"),
+    ],
+)
+def test_a_corrupted_results_file_gets_one_line_naming_it(tmp_path, capsys, name, content, expected):
+    path = tmp_path / name
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    line = one_line_error(capsys, ["experiment", *TINY, "--out", str(tmp_path)])
+    assert line.startswith(f"gkfda: error: {path}: ") and expected in line
+    assert not (tmp_path / "paths.csv").exists()  # nothing ran
+
+
+@pytest.mark.parametrize(
+    "name, content, expected",
+    [
+        ("results.csv", "dataset,method\nheart\n", "lacks the column(s) realisation, k, gamma, test_error"),
+        ("results.csv", RESULTS_HEADER + "heart,optimal/schur/1,optimal,schur,1,1,1,0.03,ten,10,170,100,13,0.2,0.1,0.1,{}\n",
+         "line 2: k 'ten' is not a number"),
+        ("config.json", "{", "not valid JSON"),
+    ],
+)
+def test_bound_names_a_corrupted_file(tmp_path, capsys, name, content, expected):
+    (tmp_path / "results.csv").write_text(
+        RESULTS_HEADER + "heart,optimal/schur/1,optimal,schur,1,1,1,0.03,10,10,170,100,13,0.2,0.1,0.1,{}\n")
+    (tmp_path / name).write_text(content)
+    line = one_line_error(capsys, ["bound", str(tmp_path), "--no-synthetic"])
+    assert line.startswith(f"gkfda: error: {tmp_path / name}: ") and expected in line
+
+
+def test_bound_without_results_names_the_file(tmp_path, capsys):
+    line = one_line_error(capsys, ["bound", str(tmp_path)])
+    assert line == f"gkfda: error: {tmp_path / 'results.csv'}: does not exist; `gkfda experiment --out {tmp_path}` writes it"
+
+
+def test_a_results_directory_of_another_protocol_is_one_line(tmp_path, capsys):
+    (tmp_path / "config.json").write_text(json.dumps({"protocol": {"name": "paper000"}}))
+    line = one_line_error(capsys, ["experiment", *TINY, "--out", str(tmp_path)])
+    assert line.startswith(f"gkfda: error: out: {tmp_path} holds results of the paper000 protocol")
+
+
+def test_demo_shows_progress_on_stderr_unless_told_not_to(capsys):
+    argv = ["demo", "--n", "60", "--k", "5", "--deflations", "schur", "--reference", "schur"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "| optimal | schur | 5 |" in captured.out and "gkfda demo" in captured.err and "3/3" in captured.err
+    assert main([*argv, "--no-progress"]) == 0
+    assert capsys.readouterr().err == ""
