@@ -545,6 +545,9 @@ fn bad_inputs_are_errors_naming_the_row() {
 
 // --- (b) corruptions are errors, never panics ---------------------------------------
 
+/// A change that makes a valid file invalid.
+type Corruption = Box<dyn Fn(&mut Spec)>;
+
 fn refused(s: &Spec, what: &str) {
     match s.load() {
         Err(Error::InvalidModel(message)) => assert!(!message.is_empty()),
@@ -675,7 +678,7 @@ fn a_wrong_header_is_refused() {
 
 #[test]
 fn lying_metadata_is_refused() {
-    let cases: Vec<(&str, Box<dyn Fn(&mut Spec)>)> = vec![
+    let cases: Vec<(&str, Corruption)> = vec![
         ("format", Box::new(|s| s.meta["format"] = json!("onnx"))),
         (
             "version 2",
