@@ -1234,6 +1234,9 @@ fn python_parity() {
     let expected: Value = serde_json::from_str(&text).unwrap();
     let models = expected["models"].as_array().unwrap();
     assert!(models.len() >= 12);
+    // float32 kernel values come from the SIMD level's exp, which rounds in float32: at
+    // another level than Python's run they agree to float32's precision only.
+    let same_level = expected["simd_level"] == gkfda::simd::simd_level().name();
     for entry in models {
         let file = entry["file"].as_str().unwrap();
         let model = Model::load(fixtures().join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
@@ -1247,7 +1250,12 @@ fn python_parity() {
                     let all = floats(&entry[key]);
                     let width = all.len() / n;
                     let expected = &all[start * width..(start + rows) * width];
-                    assert_close(&actual, expected, 1e-12, &format!("{file} {key}"));
+                    let tolerance = if same_level || model.dtype() == Float::F64 {
+                        1e-12
+                    } else {
+                        1e-6
+                    };
+                    assert_close(&actual, expected, tolerance, &format!("{file} {key}"));
                 };
                 if !entry["predict_proba"].is_null() {
                     check("predict_proba", model.predict_proba(xs, rows).unwrap());
