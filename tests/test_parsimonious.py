@@ -4,17 +4,20 @@ calibration, scikit-learn compatibility and bad input."""
 from __future__ import annotations
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.datasets import load_iris, make_moons
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import log_loss
 from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from gkfda import ParsimoniousKFDA, reference
+from gkfda.datasets import load_benchmark
 from gkfda.parsimonious import PRUNE, augmented_gram, mm_fit, ridge_start, targets
 
 # -- scikit-learn's common checks -------------------------------------------------------
@@ -27,6 +30,7 @@ from gkfda.parsimonious import PRUNE, augmented_gram, mm_fit, ridge_start, targe
         ParsimoniousKFDA(kernel="poly", degree=2, threshold=0.0, max_iter=20),
     ]
 )
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # max_iter=20
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
@@ -255,6 +259,123 @@ def test_huge_rho_learns_nothing_and_predicts_the_prior():
     assert np.abs(model.dual_coef_).max() < 1e-12 and abs(model.intercept_[0]) < 1e-12
     assert_allclose(model.predict_proba(X), np.tile([0.75, 0.25], (60, 1)))
     assert_array_equal(model.predict(X), np.zeros(60))
+
+
+# -- scaled kernels and small rho -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def heart():
+    X_train, y_train, X_test, y_test = load_benchmark("heart").split(0)
+    mean, std = X_train.mean(axis=0), X_train.std(axis=0)
+    X_train, X_test = (X_train - mean) / std, (X_test - mean) / std
+    gamma = 1.0 / X_train.shape[1]
+    return rbf_kernel(X_train, gamma=gamma), y_train, rbf_kernel(X_test, X_train, gamma=gamma), y_test
+
+
+@pytest.mark.parametrize("rho", [0.0, 1e-8, 1e-3])
+@pytest.mark.parametrize("scale", [1.0, 1e6, 1e-6])
+def test_calibration_never_predicts_worse_than_the_discriminant(heart, rho, scale):
+    # ρ = 0 (least squares) interpolates: 1 − Hᵢᵢ and the residual of the leave-one-out
+    # were rounding alone, the calibration learned noise and predict turned constant
+    # (heart: 0.56 against the rule's 0.70).
+    K, y, K_test, y_test = heart
+    model = ParsimoniousKFDA(rho=rho, kernel="precomputed").fit(scale * K, y)
+    predicted = model.predict(scale * K_test)
+    rule = model.classes_[(model.discriminant(scale * K_test) > model.theta_[0]).astype(int)]
+    assert np.mean(predicted == y_test) >= np.mean(rule == y_test) - 0.02
+    if rho == 0.0:
+        assert model.n_iter_ == 1 and len(np.unique(predicted)) == 2
+
+
+@pytest.mark.parametrize("q", [1.0, 0.5])
+@pytest.mark.parametrize("rho", [1e-8, 1e-3])
+@pytest.mark.parametrize("scale", [1e6, 1e-6])
+def test_predictions_do_not_change_with_the_kernels_scale(heart, q, rho, scale):
+    # With the bias unpenalised, K → sK with ρ → ρ·s^q is the same problem in α' = α/s,
+    # and from the same start the same MM iterates: the same discriminant, and so the same
+    # leave-one-out scores, calibration and predictions.
+    K, y, K_test, _ = heart
+    start = np.r_[0.1, np.full(len(y), 0.01)]
+    params = dict(q=q, kernel="precomputed", penalize_bias=False)
+    base = ParsimoniousKFDA(rho=rho, init=start, **params).fit(K, y)
+    scaled = ParsimoniousKFDA(rho=rho * scale**q, init=np.r_[start[0], start[1:] / scale], **params).fit(scale * K, y)
+    assert scaled.n_iter_ == base.n_iter_
+    assert_array_equal(scaled.support_, base.support_)
+    assert_allclose(scaled.discriminant(scale * K_test), base.discriminant(K_test), rtol=1e-6, atol=1e-6)
+    assert_array_equal(scaled.predict(scale * K_test), base.predict(K_test))
+    assert_allclose(scaled.predict_proba(scale * K_test), base.predict_proba(K_test), rtol=1e-5, atol=1e-8)
+
+
+def test_leave_one_out_of_an_interpolating_fit_is_the_limit():
+    # At ρ = 0 with N ≤ columns the smoother interpolates; the leave-one-out is the limit
+    # of the ridge's as λ → 0: ŷᵢ − [A ŷ]ᵢ/Aᵢᵢ with A = (MM')⁻¹ (a kriging identity).
+    from gkfda.parsimonious import leave_one_out
+
+    X, y = _problem(5, m=30)
+    K = rbf_kernel(X, gamma=8.0)  # well conditioned: LEAVE_ONE_OUT_RIDGE is far below its spectrum
+    y_hat = targets(y == 1)
+    omega = np.r_[0.5, np.linalg.solve(K, y_hat - 0.5)]  # an interpolant, as ρ = 0 fits
+    fitted, left_out = leave_one_out(K, y_hat, omega, np.arange(30), 1.0, 0.0, True)
+    assert_allclose(fitted, y_hat, atol=1e-9)
+    M = np.hstack([np.ones((30, 1)), K]) * np.abs(omega) ** 0.5
+    A = np.linalg.inv(M @ M.T)
+    assert_allclose(left_out, y_hat - (A @ y_hat) / np.diag(A), rtol=1e-4, atol=1e-4 * np.abs(y_hat).max())
+
+
+# -- convergence, progress and memory ---------------------------------------------------
+
+
+def test_max_iter_without_convergence_warns(moons):
+    X, y = moons
+    with pytest.warns(ConvergenceWarning, match=r"stopped at max_iter=3 before .* tol=1e-05"):
+        ParsimoniousKFDA(max_iter=3, gamma=2.0).fit(X, y)
+    X3, y3 = load_iris(return_X_y=True)
+    with pytest.warns(ConvergenceWarning, match=r"MM iteration of class\(es\) 0, 1, 2 stopped at max_iter=2"):
+        ParsimoniousKFDA(max_iter=2).fit(X3, y3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model = ParsimoniousKFDA(gamma=2.0).fit(X, y)  # converges in fewer steps
+        ParsimoniousKFDA(rho=0.0, max_iter=1, gamma=2.0).fit(X, y)  # least squares: one step solves it
+    # Converging on the last step allowed does not warn.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        ParsimoniousKFDA(gamma=2.0, max_iter=model.n_iter_).fit(X, y)
+
+
+def test_progress_bar_goes_to_stderr_and_changes_nothing(moons, capsys):
+    X, y = moons
+    quiet = ParsimoniousKFDA(q=0.5, gamma=2.0).fit(X, y)
+    loud = ParsimoniousKFDA(q=0.5, gamma=2.0, verbose=True).fit(X, y)
+    assert quiet.n_iter_ > 10  # more than one call into the core
+    captured = capsys.readouterr()
+    assert captured.out == "" and "MM step" in captured.err
+    assert_array_equal(loud.dual_coef_, quiet.dual_coef_)
+    assert_array_equal(loud.objective_, quiet.objective_)
+    X3, y3 = load_iris(return_X_y=True)
+    ParsimoniousKFDA(verbose=True, n_jobs=2).fit(X3, y3)
+    assert "/3" in capsys.readouterr().err
+
+
+def test_memory_refusal_names_its_own_matrices(monkeypatch):
+    from gkfda import _validation
+
+    X, y = _problem(0, m=300)
+    square = 301 * 301 * 8
+    monkeypatch.setattr(_validation, "available_memory", lambda: 300 * 300 * 8 + 2 * square)
+    with pytest.raises(MemoryError, match=r"^X: ParsimoniousKFDA's fit of 300 samples needs [\d.]+ GiB \(the "
+                                          r"300×300 kernel [\d.]+ GiB, 3 matrices of 301×301, [\d.]+ GiB each: "
+                                          r"K̃'K̃, the ridge start's factor and the MM system of each of the 1 "
+                                          r"problem\(s\) solved at once\) but only [\d.]+ GiB is available; use "
+                                          r"fewer samples$"):
+        ParsimoniousKFDA().fit(X, y)
+    y3 = np.arange(300) % 3
+    with pytest.raises(MemoryError, match=r"4 matrices of 301×301.* of the 2 problem\(s\).* or a smaller n_jobs$"):
+        ParsimoniousKFDA(n_jobs=2).fit(X, y3)
+    with pytest.raises(MemoryError, match=r"needs [\d.]+ GiB \(3 matrices"):  # the caller's kernel: not counted
+        ParsimoniousKFDA(kernel="precomputed").fit(rbf_kernel(X), y)
+    monkeypatch.setattr(_validation, "available_memory", lambda: 300 * 300 * 8 + 3 * square)
+    assert ParsimoniousKFDA().fit(X, y).n_iter_ > 0
 
 
 # -- bad input --------------------------------------------------------------------------

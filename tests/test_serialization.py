@@ -240,6 +240,14 @@ def test_kernel_parameters_round_trip(tmp_path, model):
     np.testing.assert_array_equal(getattr(loaded, method)(TEST), getattr(model, method)(TEST))
 
 
+def test_parsimonious_verbose_round_trips(tmp_path):
+    model = ParsimoniousKFDA(gamma=0.5, verbose=True).fit(X3, Y2)
+    gkfda.save(model, tmp_path / "model")
+    loaded = gkfda.load(tmp_path / "model")
+    assert loaded.verbose is True and loaded.get_params() == model.get_params()
+    np.testing.assert_array_equal(loaded.predict_proba(TEST), model.predict_proba(TEST))
+
+
 def test_a_file_without_kernel_params_loads(tmp_path):
     # Written before GreedyNystroem took kernel_params: loaded with its default, None.
     model = GreedyNystroem(n_components=6, gamma=0.3).fit(X3)

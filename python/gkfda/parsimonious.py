@@ -10,6 +10,8 @@ through SciPy, for ``ρ = 0`` and the rare step whose system rounding made indef
 
 from __future__ import annotations
 
+import sys
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral, Real
 
@@ -17,12 +19,13 @@ import numpy as np
 import scipy.linalg
 from scipy.special import expit, log_expit
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from . import _core
+from . import _core, _validation
 from ._model import _SCORE_SHRINKAGE, _smoothed_targets, one_blas_thread
-from ._validation import check_fit_fits, checked_priors, encoded_classes, thread_count
+from ._validation import checked_priors, encoded_classes, thread_count
 from ._kernels import (
     _LARGEST_THREADS, KERNEL_CONSTRAINTS, _count, _Number, check_kernel_arguments, core_kernel, kernel_between,
     kernel_parameters, precomputed_columns, precomputed_training_kernel, resolve_gamma, validate_input,
@@ -36,6 +39,16 @@ PRUNE = 1e-12
 
 #: The ridge start's ``λ₀``, relative to the mean diagonal of ``K̃'K̃``.
 RIDGE_START = 1e-3
+
+#: The leave-one-out's smoother has at least this ridge, relative to the largest eigenvalue
+#: of its ``M'M``: at ``ρ = 0`` (or a ``ρ`` below rounding beside the kernel's scale) it
+#: interpolates, ``1 − Hᵢᵢ`` and the residual are both rounding, and this is the smallest
+#: ridge whose leave-one-out double precision still resolves.
+LEAVE_ONE_OUT_RIDGE = 1e-10
+
+#: MM steps per call into the core when a progress bar is shown (a restart from the
+#: returned ``ω`` is the same iteration: the active set is its nonzero coefficients).
+PROGRESS_STEPS = 10
 
 
 def targets(positive):
@@ -53,20 +66,33 @@ def augmented_gram(K, y_hat):
     gram = np.empty((n + 1, n + 1))
     gram[0, 0] = n
     gram[0, 1:] = gram[1:, 0] = column_sums
-    gram[1:, 1:] = K @ K  # K'K = K², one GEMM
+    gram[1:, 1:] = _square(K)
     products = np.concatenate([[y_hat.sum()], K @ y_hat])
     return gram, products
 
 
-def ridge_start(gram, products):
+def _square(K):
+    """``K'K = K²`` of a symmetric ``K`` by SYRK: one triangle, half a GEMM's work."""
+    upper = scipy.linalg.blas.dsyrk(1.0, np.asfortranarray(K), trans=1)
+    return np.triu(upper) + np.triu(upper, 1).T
+
+
+def ridge_start(gram, products, factor=None):
     """``(K̃'K̃ + λ₀I)⁻¹K̃'ŷ`` with ``λ₀ = 10⁻³ tr(K̃'K̃)/(N+1)``, exact zeros made tiny (an
-    exact zero is absorbing: the MM step never moves it)."""
+    exact zero is absorbing: the MM step never moves it). ``factor`` is
+    :func:`ridge_factor`'s, shared by the problems of one ``K̃'K̃``."""
+    factor = ridge_factor(gram) if factor is None else factor
+    omega = scipy.linalg.cho_solve(factor, products, check_finite=False)
+    omega[omega == 0.0] = np.finfo(np.float64).tiny
+    return omega
+
+
+def ridge_factor(gram):
+    """The Cholesky factor of the ridge start's ``K̃'K̃ + λ₀I``."""
     size = gram.shape[0]
     system = gram.copy()
     system[np.diag_indices(size)] += RIDGE_START * np.trace(gram) / size
-    omega = scipy.linalg.solve(system, products, assume_a="pos", check_finite=False)
-    omega[omega == 0.0] = np.finfo(np.float64).tiny
-    return omega
+    return scipy.linalg.cho_factor(system, lower=False, overwrite_a=True, check_finite=False)
 
 
 def mm_fit(K, gram, products, y_hat, omega, q, rho, tol, max_iter, penalize_bias, prune=PRUNE):
@@ -116,19 +142,44 @@ def mm_fit(K, gram, products, y_hat, omega, q, rho, tol, max_iter, penalize_bias
     return omega, np.array(history), iterations
 
 
-def solve_mm(K, gram, products, y_hat, omega, q, rho, tol, max_iter, penalize_bias):
+def solve_mm(K, gram, products, y_hat, omega, q, rho, tol, max_iter, penalize_bias, progress=None):
     """:func:`mm_fit`, in Rust (faer's Cholesky, the GIL released) when ``ρ > 0``; in
-    NumPy for ``ρ = 0`` (least squares) or when rounding made a step's system indefinite."""
+    NumPy for ``ρ = 0`` (least squares) or when rounding made a step's system indefinite.
+    ``progress(steps)``, if given, is told of the steps as they are done."""
     if rho > 0.0:
+        start = np.ascontiguousarray(omega, dtype=np.float64)
         try:
-            return _core.parsimonious_fit(
-                K, gram, products, y_hat, np.ascontiguousarray(omega, dtype=np.float64), q=q, rho=rho, tol=tol,
-                max_iter=max_iter, penalize_bias=penalize_bias, prune=PRUNE,
-            )
+            if progress is None:
+                return _core.parsimonious_fit(
+                    K, gram, products, y_hat, start, q=q, rho=rho, tol=tol, max_iter=max_iter,
+                    penalize_bias=penalize_bias, prune=PRUNE,
+                )
+            return _core_in_steps(K, gram, products, y_hat, start, q, rho, tol, max_iter, penalize_bias, progress)
         except ValueError as error:
             if not str(error).startswith("gram:"):
                 raise
     return mm_fit(K, gram, products, y_hat, omega, q, rho, tol, max_iter, penalize_bias)
+
+
+def _core_in_steps(K, gram, products, y_hat, omega, q, rho, tol, max_iter, penalize_bias, progress):
+    """``_core.parsimonious_fit``, :data:`PROGRESS_STEPS` steps a call: the same iterates."""
+    history, done = [], 0
+    while True:
+        steps = min(PROGRESS_STEPS, max_iter - done)
+        omega, objective, iterations = _core.parsimonious_fit(
+            K, gram, products, y_hat, omega, q=q, rho=rho, tol=tol, max_iter=steps, penalize_bias=penalize_bias,
+            prune=PRUNE,
+        )
+        history.append(objective[1:] if history else objective)
+        done += iterations
+        progress(iterations)
+        if iterations < steps or done == max_iter or converged(objective, tol):
+            return omega, np.concatenate(history), done
+
+
+def converged(objective, tol):
+    """Whether the last step met the stopping rule ``|J_old − J_new| ≤ tol·|J_old|``."""
+    return len(objective) > 1 and abs(objective[-2] - objective[-1]) <= tol * abs(objective[-2])
 
 
 def _solve(system, right, ridge):
@@ -149,7 +200,14 @@ def leave_one_out(K, y_hat, omega, support, q, rho, penalize_bias):
     At the MM fixed point the fit is the weighted ridge ``ω = (K̃'K̃ + ρNq B)⁻¹K̃'ŷ`` with
     ``B = diag |ω|^{q−2}`` held fixed, a linear smoother ``H`` of ``ŷ``; restricted to the
     retained coefficients, ``H = M (M'M + ρNq P)⁻¹ M'`` with ``M = K̃_S Ψ``, and the
-    leave-one-out score is ``ŷᵢ − (ŷᵢ − f̂ᵢ)/(1 − Hᵢᵢ)``.
+    leave-one-out score is ``f̂ᵢ − Hᵢᵢ rᵢ/(1 − Hᵢᵢ)`` with ``r = (I − H)ŷ``.
+
+    ``1 − Hᵢᵢ`` and ``r`` are sums of non-negative terms over the eigenvectors of ``M'M``
+    (``λ/(σⱼ + λ)`` each), not differences from 1: near interpolation (``ρ`` small beside
+    the kernel's scale, or 0) both are tiny and a difference would be rounding alone. The
+    ridge is at least :data:`LEAVE_ONE_OUT_RIDGE` of the largest ``σⱼ``, so the scores do
+    not change when the kernel is scaled and ``ρ`` with it. An unpenalised bias is
+    projected out exactly (the columns and ``ŷ`` centred).
     """
     n = K.shape[0]
     with_bias = omega[0] != 0.0 or not penalize_bias
@@ -158,21 +216,33 @@ def leave_one_out(K, y_hat, omega, support, q, rho, penalize_bias):
     fitted = design @ omega[columns]
     if not len(columns):
         return fitted, fitted.copy()
-    psi = np.abs(omega[columns]) ** ((2.0 - q) / 2.0)
-    penalty = np.full(len(columns), rho * n * q)
+    scaled = design * np.abs(omega[columns]) ** ((2.0 - q) / 2.0)
+    centred, rest, dimension = y_hat, np.zeros(n), n  # rest: the leverage of the unpenalised part
     if not penalize_bias:
-        psi[0], penalty[0] = 1.0, 0.0
-    scaled = design * psi
-    system = scaled.T @ scaled
-    system[np.diag_indices(len(columns))] += penalty
-    # A pseudo-inverse through the eigenvalues: the system is only semi-definite for ρ = 0,
-    # and with the wide weights Ψ of a kernel of large values rounding can take a small
-    # eigenvalue below zero. Once per fit, on the retained samples only.
-    values, vectors = _symmetric_eigen(system)
-    kept = values > len(values) * np.finfo(np.float64).eps * max(values.max(), 0.0)
-    leverage = np.sum((scaled @ vectors[:, kept]) ** 2 / values[kept], axis=1)
-    remaining = np.maximum(1.0 - leverage, 1e-12)
-    return fitted, y_hat - (y_hat - fitted) / remaining
+        scaled = scaled[:, 1:] - scaled[:, 1:].mean(axis=0)
+        centred, rest, dimension = y_hat - y_hat.mean(), np.full(n, 1.0 / n), n - 1
+    if scaled.shape[1]:
+        # Once per fit, on the retained samples only.
+        values, vectors = _symmetric_eigen(scaled.T @ scaled)
+        largest = max(values.max(), 0.0)
+        kept = values > len(values) * np.finfo(np.float64).eps * largest
+        values = values[kept]
+        basis = (scaled @ vectors[:, kept]) / np.sqrt(values)
+    else:
+        largest, values, basis = 0.0, np.zeros(0), np.zeros((n, 0))
+    ridge = max(rho * n * q, LEAVE_ONE_OUT_RIDGE * largest)
+    # Of each direction, the parts H keeps and I − H leaves, each from its own quotient
+    # (one of them can be far below the other's rounding).
+    kept, left = values / (values + ridge), ridge / (values + ridge)
+    squares = basis**2
+    projections = basis.T @ centred
+    residual = basis @ (left * projections)
+    remaining = squares @ left
+    leverage = rest + squares @ kept
+    if len(values) < dimension:  # the directions M' annuls: H leaves them whole
+        residual += centred - basis @ projections
+        remaining += np.maximum(1.0 - rest - squares.sum(axis=1), 0.0)
+    return fitted, fitted - leverage * residual / np.maximum(remaining, np.finfo(np.float64).tiny)
 
 
 def _symmetric_eigen(system):
@@ -211,7 +281,7 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
         depends on ``init``.
     rho : float >= 0, default=1e-3
         The penalty's weight ``ρ`` (it is multiplied by ``N``). ``0`` is plain least
-        squares (no sparsity).
+        squares (no sparsity): one step from ``init``, a least-squares solution.
     kernel : str or callable, default="rbf"
         As :class:`GreedyKFDA`'s: ``rbf`` is ``exp(-gamma ||x - z||²)`` (paper 003's
         ``σ`` is ``gamma = 1/(2σ²)``).
@@ -224,6 +294,7 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
     tol : float > 0, default=1e-5
         Stop when the objective's relative decrease in one step is at most ``tol``.
     max_iter : int >= 1, default=1000
+        Reaching it before the stopping rule warns (``ConvergenceWarning``).
     threshold : float in [0, 1), default=1e-6
         A sample is retained when ``|αᵢ| > threshold · max|α|``; the others are set to
         zero for prediction (no refit).
@@ -238,6 +309,9 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
         Class priors, as :class:`GreedyKFDA`'s; they enter the probabilities.
     n_jobs : int or None, default=None
         Threads of the kernel, of the linear algebra (BLAS) and of the one-vs-rest
+        problems. Results do not depend on it.
+    verbose : bool, default=False
+        A progress bar on stderr: of the MM steps (two classes) or of the one-vs-rest
         problems. Results do not depend on it.
 
     Attributes
@@ -268,7 +342,9 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
     (in closed form: at the MM fixed point the fit is a weighted ridge regression, a
     linear smoother), through :class:`GreedyKFDA`'s calibration (an LDA on the scores,
     a temperature fitted by log-loss, then the class priors). With equal class sizes and
-    priors the two rules nearly agree; otherwise ``predict`` also weighs the priors.
+    priors the two rules nearly agree; otherwise ``predict`` also weighs the priors. Where
+    that calibration classifies the leave-one-out scores worse than paper 003's rule does,
+    the rule's boundary is kept (with a temperature fitted by log-loss).
 
     Examples
     --------
@@ -293,6 +369,7 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
         "penalize_bias": ["boolean"],
         "priors": ["array-like", None],
         "n_jobs": [_Number(Integral, -_LARGEST_THREADS, -1, closed="both"), _count(1, _LARGEST_THREADS), None],
+        "verbose": ["boolean"],
     }
 
     def __init__(
@@ -310,6 +387,7 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
         penalize_bias=True,
         priors=None,
         n_jobs=None,
+        verbose=False,
     ):
         self.q = q
         self.rho = rho
@@ -324,6 +402,7 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
         self.penalize_bias = penalize_bias
         self.priors = priors
         self.n_jobs = n_jobs
+        self.verbose = verbose
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -335,13 +414,29 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
     def _kernel_params(self):
         return kernel_parameters(self, self._gamma)
 
-    def _training_kernel(self, X, threads):
-        m = X.shape[0]
-        # The kernel, K̃'K̃ beside it and one active system of the same size.
-        check_fit_fits(m, 0, 1, np.float64, 3 * (m + 1) * (m + 1) * 8)
+    def _training_kernel(self, X, threads, concurrent):
+        self._check_memory(X.shape[0], concurrent)
         if self.kernel == "precomputed":
             return precomputed_training_kernel(X, np.float64, 0, 1)
         return kernel_between(X, None, self.kernel, self._kernel_params(), np.float64, threads)
+
+    def _check_memory(self, m, concurrent):
+        """Refuse, before allocating, a fit whose ``(N+1)×(N+1)`` matrices cannot fit: the
+        kernel (unless precomputed: the caller's), ``K̃'K̃``, the ridge start's factor and
+        the MM system of each of the ``concurrent`` problems solved at once."""
+        square = (m + 1) * (m + 1) * 8
+        kernel = 0 if self.kernel == "precomputed" else m * m * 8
+        needed = kernel + (2 + concurrent) * square
+        available = _validation.available_memory()
+        if needed > available:
+            held = f"the {m}×{m} kernel {kernel / 2**30:.2f} GiB, " if kernel else ""
+            raise MemoryError(
+                f"X: ParsimoniousKFDA's fit of {m} samples needs {needed / 2**30:.2f} GiB ({held}"
+                f"{2 + concurrent} matrices of {m + 1}×{m + 1}, {square / 2**30:.2f} GiB each: K̃'K̃, the ridge "
+                f"start's factor and the MM system of each of the {concurrent} problem(s) solved at once) but only "
+                f"{available / 2**30:.2f} GiB is available; use fewer samples"
+                + (" or a smaller n_jobs" if concurrent > 1 else "")
+            )
 
     def _cross_kernel(self, X, threads):
         """``K(X, union of the retained samples)``."""
@@ -397,18 +492,32 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
         init = self._checked_init(m)
         check_kernel_arguments(self)
         self._gamma = resolve_gamma(self.gamma, self.kernel, X, np.float64)
-        K = self._training_kernel(X, threads)
         positives = [y_index == 1] if n_classes == 2 else [y_index == c for c in range(n_classes)]
+        concurrent = min(threads, len(positives))
+        K = self._training_kernel(X, threads, concurrent)
+        binary = len(positives) == 1
+        from tqdm import tqdm  # on first use, as the package's imports are
+
+        bar = tqdm(
+            total=int(self.max_iter) if binary else len(positives), desc=type(self).__name__,
+            unit="MM step" if binary else "problem", file=sys.stderr, disable=not self.verbose, leave=False,
+        )
         # BLAS on one thread: OpenBLAS's products and Cholesky factors change in their last
         # bits with its thread count, and the model must not depend on n_jobs. The threads
         # go to the kernel and to the one-vs-rest problems instead (docs/PERFORMANCE.md).
-        with one_blas_thread():
-            gram_start = _GramStart(K)
-            if len(positives) == 1:
-                problems = [self._fit_problem(K, gram_start, positives[0], init)]
+        with bar, one_blas_thread():
+            gram_start = _GramStart(K, shared=not binary and init is None)
+            if binary:
+                problems = [self._fit_problem(K, gram_start, positives[0], init, bar.update if self.verbose else None)]
             else:
-                with ThreadPoolExecutor(min(threads, len(positives))) as pool:
-                    problems = list(pool.map(lambda p: self._fit_problem(K, gram_start, p, init), positives))
+                def solved(positive):
+                    problem = self._fit_problem(K, gram_start, positive, init)
+                    bar.update()
+                    return problem
+
+                with ThreadPoolExecutor(concurrent) as pool:
+                    problems = list(pool.map(solved, positives))
+        self._warn_unconverged(problems)
         self._problems = problems
         self._union = np.unique(np.concatenate([p["support"] for p in problems])).astype(np.int64)
         self._union_points = None if self.kernel == "precomputed" else np.ascontiguousarray(X[self._union])
@@ -422,15 +531,31 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
         self._set_public_attributes(X)
         return self
 
-    def _fit_problem(self, K, gram_start, positive, init):
+    def _warn_unconverged(self, problems):
+        if float(self.rho) == 0.0:
+            return
+        stopped = [c for c, p in enumerate(problems) if p["n_iter"] == int(self.max_iter)
+                   and not converged(p["objective"], float(self.tol))]
+        if stopped:
+            which = "" if len(problems) == 1 else f" of class(es) {', '.join(str(self.classes_[c]) for c in stopped)}"
+            warnings.warn(
+                f"ParsimoniousKFDA: the MM iteration{which} stopped at max_iter={int(self.max_iter)} before its "
+                f"objective's relative decrease fell to tol={float(self.tol):g}; increase max_iter or tol",
+                ConvergenceWarning,
+            )
+
+    def _fit_problem(self, K, gram_start, positive, init, progress=None):
         """One binary problem, ``positive`` against the rest."""
         m = K.shape[0]
         y_hat = targets(positive)
         gram, products = gram_start.gram, gram_start.products(y_hat)
-        omega = ridge_start(gram, products) if init is None else init
+        start = ridge_start(gram, products, gram_start.factor) if init is None else init
+        # ρ = 0: the first step from a start without zeros solves the least squares; later
+        # steps would only move among its minimisers, the objective at rounding level.
+        max_iter = 1 if float(self.rho) == 0.0 else int(self.max_iter)
         omega, history, iterations = solve_mm(
-            K, gram, products, y_hat, omega, float(self.q), float(self.rho), float(self.tol), int(self.max_iter),
-            bool(self.penalize_bias),
+            K, gram, products, y_hat, start, float(self.q), float(self.rho), float(self.tol), max_iter,
+            bool(self.penalize_bias), progress,
         )
         alpha = np.abs(omega[1:])
         largest = alpha.max()
@@ -440,13 +565,19 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
         thresholded[support + 1] = omega[support + 1]
         fitted, left_out = leave_one_out(
             K, y_hat, thresholded, support, float(self.q), float(self.rho), bool(self.penalize_bias))
-        slope, offset = _calibration(fitted, left_out, positive)
         n_pos = int(positive.sum())
+        theta = 0.5 * m * (1.0 / n_pos - 1.0 / (m - n_pos))
+        if np.abs(omega).max() <= PRUNE * np.abs(start).max():
+            # Every coefficient shrank by PRUNE or more: the iteration is on its way to ω = 0
+            # (the minimiser for a ρ this large), and the scores' shape is its artefact.
+            slope, offset = 0.0, 0.0
+        else:
+            slope, offset = _calibration(fitted, left_out, positive, theta)
         return {
             "support": support.astype(np.int64),
             "dual_coef": omega[support + 1],
             "intercept": float(omega[0]),
-            "theta": 0.5 * m * (1.0 / n_pos - 1.0 / (m - n_pos)),
+            "theta": theta,
             "n_iter": iterations,
             "objective": history,
             "slope": slope,
@@ -531,25 +662,58 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
 
 
 class _GramStart:
-    """``K̃'K̃`` of a kernel, shared by the one-vs-rest problems (only ``K̃'ŷ`` differs)."""
+    """``K̃'K̃`` of a kernel, shared by the one-vs-rest problems (only ``K̃'ŷ`` differs), and
+    when ``shared`` the ridge start's factor too (one ``(N+1)³/3`` Cholesky, not one each)."""
 
-    def __init__(self, K):
+    def __init__(self, K, shared=False):
         self.K = K
         self.gram, _ = augmented_gram(K, np.zeros(K.shape[0]))
+        self.factor = ridge_factor(self.gram) if shared else None
 
     def products(self, y_hat):
         return np.concatenate([[y_hat.sum()], self.K @ y_hat])
 
 
-def _calibration(fitted, left_out, positive):
+def _calibration(fitted, left_out, positive, theta):
     """``(slope, offset)`` of the log-odds of the positive class given a score, from
     :class:`GreedyKFDA`'s calibration of the leave-one-out scores (the class frequencies
-    as priors; the estimator's prior log-odds are added to the offset)."""
+    as priors; the estimator's prior log-odds are added to the offset).
+
+    Where that calibration classifies the leave-one-out scores worse than the
+    discriminant's own rule ``score > theta`` does, the rule is kept instead, with the
+    temperature of least log-loss: the calibration must not cost accuracy."""
     codes = positive.astype(np.int64)
     counts = np.bincount(codes, minlength=2)
     log_empirical = np.log(counts / len(codes))
+    smoothed = _smoothed_targets(codes, counts)
     weights, bias = _core.calibrate(
-        left_out[None, :, None], fitted[None, :, None], codes, _smoothed_targets(codes, counts), log_empirical,
-        shrinkage=_SCORE_SHRINKAGE,
+        left_out[None, :, None], fitted[None, :, None], codes, smoothed, log_empirical, shrinkage=_SCORE_SHRINKAGE,
     )
-    return float(weights[0, 0, 1] - weights[0, 0, 0]), float(bias[0, 1] - bias[0, 0])
+    slope, offset = float(weights[0, 0, 1] - weights[0, 0, 0]), float(bias[0, 1] - bias[0, 0])
+    prior = log_empirical[1] - log_empirical[0]
+    calibrated = np.sum((slope * left_out + offset + prior > 0) == positive)
+    if np.sum((left_out > theta) == positive) > calibrated:
+        temperature = _rule_temperature(left_out - theta, prior, smoothed[:, 1])
+        if temperature > 0.0:
+            return temperature, -temperature * theta - prior
+    return slope, offset
+
+
+def _rule_temperature(margins, prior, wanted):
+    """The ``T ≥ 0`` of least cross-entropy of ``σ(T·margin + prior)`` to the targets
+    ``wanted``: Newton's method on a convex function of one variable, from the scale of
+    the margins, each step kept within a factor 8 of the last."""
+    spread = float(np.sqrt(np.mean(margins**2)))
+    if not spread > 0.0:
+        return 0.0
+    t = 1.0 / spread
+    for _ in range(100):
+        p = expit(t * margins + prior)
+        gradient = float(np.sum((p - wanted) * margins))
+        curvature = float(np.sum(p * (1.0 - p) * margins**2))
+        updated = t - gradient / curvature if curvature > 0.0 else t * 8.0 ** -np.sign(gradient)
+        updated = min(max(updated, t / 8.0), t * 8.0) if np.isfinite(updated) else t
+        if abs(updated - t) <= 1e-10 * t:
+            return updated
+        t = updated
+    return t
