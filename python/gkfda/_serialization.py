@@ -857,11 +857,16 @@ def _checked_params(cls, params, where):
     """``params`` as the constructor takes them, checked by the estimator's own rules."""
     if not isinstance(params, dict):
         raise _Invalid(f"{where}: must be a JSON object")
-    expected = set(cls().get_params(deep=False))
-    # Parameters added since format version 1, absent from older files: their default.
-    params = {**{name: None for name in _ADDED_PARAMS if name in expected}, **params}
-    if set(params) != expected:
-        raise _Invalid(f"{where}: has {sorted(params)}, expected {sorted(expected)}")
+    defaults = cls().get_params(deep=False)
+    unknown = sorted(set(params) - set(defaults))
+    if unknown:
+        raise _Invalid(f"{where}: has {unknown}, which {cls.__name__} does not take (expected {sorted(defaults)})")
+    # A parameter added after the file was written (absent from it) takes its default, which
+    # is the behaviour the estimator had before the parameter existed.
+    params = {**{name: value for name, value in defaults.items() if _plain(value)}, **params}
+    missing = sorted(set(defaults) - set(params))
+    if missing:
+        raise _Invalid(f"{where}: has no {missing}")
     for name, value in params.items():
         if not _plain(value) or _depth(value) > 2:
             raise _Invalid(f"{where}.{name}: {value!r} is not a finite number, string, null or list of them")
@@ -889,8 +894,6 @@ def _check_params_agree(params, predictor, where):
         raise _Invalid(f"predictor: gamma is {predictor['gamma']!r} but {where}.gamma is {params['gamma']!r}")
 
 
-#: Constructor parameters added since format version 1 (None by default).
-_ADDED_PARAMS = ("kernel_params",)
 _PREDICTOR_KEYS = ("task", "kernel", "gamma", "degree", "coef0", "dtype", "n_features", "n_bases", "n_outputs",
                    "link", "classes")
 # What each estimator's predictor is: task, links, and the optional tensors it has.
