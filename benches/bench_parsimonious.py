@@ -11,10 +11,15 @@ of its pool), RBF kernel at ``gamma``, for each ``N`` and ``q``:
 - with ``--forms``, the MM iteration alone in its forms, run in turn in each of
   ``--repeats`` rounds: in Rust (faer's Cholesky on one thread: what the estimator runs),
   through SciPy's LAPACK on one BLAS thread and on two, and through LAPACK without the
-  pruning of underflowed coefficients; medians, and the medians of the ratios to Rust.
+  pruning of underflowed coefficients; medians, and the medians of the ratios to Rust;
+- with ``--digits``, instead: the default fits of ``GreedyKFDA`` and ``ParsimoniousKFDA`` on
+  scikit-learn's digits, standardised (10 classes, one-vs-rest), in paired runs (wall and
+  CPU seconds, medians), and the Cholesky work of the MM steps (``Σ |active|³/3`` over
+  every step of every problem, the active sets counted by stepping the core one step a
+  call) against the MM's CPU time alone.
 
 Usage: ``python benches/bench_parsimonious.py [--sizes 400 1000 2000] [--qs 1 0.5]
-[--repeats 3] [--forms]``
+[--repeats 3] [--forms | --digits]``
 """
 
 from __future__ import annotations
@@ -28,9 +33,9 @@ import threadpoolctl
 from tabulate import tabulate
 from timing import wait_for_idle_cores
 
-from gkfda import ParsimoniousKFDA, _core, reference
+from gkfda import GreedyKFDA, ParsimoniousKFDA, _core, reference
 from gkfda.datasets import load_benchmark
-from gkfda.parsimonious import PRUNE, augmented_gram, mm_fit, ridge_start, targets
+from gkfda.parsimonious import PRUNE, _GramStart, augmented_gram, converged, mm_fit, ridge_start, targets
 
 
 def problem(n):
@@ -84,6 +89,47 @@ def forms(K, y, q, rho, repeats):
     return medians, ratios
 
 
+def digits(repeats):
+    """The digits rows: (estimator, wall s, CPU s) medians of paired runs, then the MM's
+    Cholesky GFLOP, its CPU seconds and their quotient."""
+    from sklearn.datasets import load_digits
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_digits(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    runs = {"GreedyKFDA()": lambda: GreedyKFDA().fit(X, y), "ParsimoniousKFDA()": lambda: ParsimoniousKFDA().fit(X, y)}
+    wall, cpu = {name: [] for name in runs}, {name: [] for name in runs}
+    for i in range(repeats):
+        for name, function in list(runs.items())[:: 1 if i % 2 == 0 else -1]:
+            wait_for_idle_cores()
+            start, start_cpu = time.perf_counter(), time.process_time()
+            function()
+            wall[name].append(time.perf_counter() - start)
+            cpu[name].append(time.process_time() - start_cpu)
+    rows = [[name, f"{statistics.median(wall[name]):.2f}", f"{statistics.median(cpu[name]):.2f}"] for name in runs]
+    K = _core.kernel_matrix(X, kernel="rbf", gamma=1.0 / (X.shape[1] * X.var()))  # gamma="scale"
+    params = dict(q=1.0, rho=1e-3, tol=1e-5, penalize_bias=True, prune=PRUNE)
+    with threadpoolctl.threadpool_limits(1, user_api="blas"):
+        shared = _GramStart(K, shared=True)
+        flops, seconds, steps = 0.0, 0.0, 0
+        for c in np.unique(y):
+            y_hat = targets(y == c)
+            products = shared.products(y_hat)
+            omega = ridge_start(shared.gram, products, shared.factor)
+            start = time.process_time()
+            _core.parsimonious_fit(K, shared.gram, products, y_hat, omega, max_iter=1000, **params)
+            seconds += time.process_time() - start
+            history = []
+            while not (len(history) > 1 and converged(history, params["tol"])) and len(history) <= 1000:
+                flops += np.count_nonzero(omega) ** 3 / 3
+                omega, objective, _ = _core.parsimonious_fit(K, shared.gram, products, y_hat, omega, max_iter=1,
+                                                             **params)
+                history = history or [objective[0]]
+                history.append(objective[-1])
+                steps += 1
+    return rows, (steps, flops / 1e9, seconds)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", nargs="+", type=int, default=[400, 1000, 2000])
@@ -92,7 +138,15 @@ def main():
     parser.add_argument("--gamma", type=float, default=1.0)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--forms", action="store_true")
+    parser.add_argument("--digits", action="store_true")
     args = parser.parse_args()
+    if args.digits:
+        rows, (steps, gflop, seconds) = digits(args.repeats)
+        print(f"digits, standardised, default parameters, medians of {args.repeats} paired runs\n")
+        print(tabulate(rows, headers=["fit", "wall s", "CPU s"], tablefmt="github"))
+        print(f"\nMM: {steps} steps, {gflop:.0f} GFLOP of Cholesky in {seconds:.2f} CPU s "
+              f"({gflop / seconds:.0f} GFLOP/s)")
+        return
     rows, form_rows = [], []
     for n in args.sizes:
         X, y = problem(n)
