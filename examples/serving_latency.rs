@@ -60,6 +60,10 @@ fn inputs(rows: usize, d: usize) -> Vec<f64> {
 
 fn measure(name: &str, bytes: &[u8]) {
     let model = Model::from_bytes(bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+    // Parsing, the checksum and every check of the file, from bytes already in memory.
+    let load = median_ns(5, 20, |_| {
+        black_box(Model::from_bytes(black_box(bytes)).expect("loads"));
+    });
     let d = model.n_features();
     let x = inputs(BATCH_ROWS, d);
     let rows_in = |i: usize| &x[(i % BATCH_ROWS) * d..(i % BATCH_ROWS + 1) * d];
@@ -131,7 +135,7 @@ fn measure(name: &str, bytes: &[u8]) {
         "{{\"model\": {name:?}, \"estimator\": {:?}, \"kernel\": {:?}, \"dtype\": {:?}, \
          \"k\": {}, \"d\": {d}, \"rust_row_ns\": {rust_row:.0}, \"rust_batch_{BATCH_ROWS}_ns\": \
          {rust_batch:.0}, \"c_row_ns\": {c_row:.0}, \"c_batch_{BATCH_ROWS}_ns\": {c_batch:.0}, \
-         \"floor_row_ns\": {}, \"rust_row_over_floor\": {}}}",
+         \"floor_row_ns\": {}, \"rust_row_over_floor\": {}, \"load_ns\": {load:.0}}}",
         model.estimator(),
         model.kernel_name(),
         format!("{:?}", model.dtype()),

@@ -9,7 +9,7 @@ Every estimator predicts through one kernel expansion (``docs/model-format.md``)
 the graph computes exactly that: the kernel against the bases in the dtype of the input,
 then, in float64 as the estimators do, a matrix product with the weights and the link. It uses core ONNX operators
 only (no ``ai.onnx.ml`` domain, no ZipMap, no loop), so that any runtime of the core
-operator set can run it (ONNX Runtime is tested; see ``docs/serving-onnx.md``):
+operator set can run it (ONNX Runtime is tested; see ``docs/serving.md``):
 
 ======================  ===========================================================
 estimator               outputs
