@@ -19,10 +19,13 @@ EXAMPLES = {
     "gkfda.pursuit": 15,
     "gkfda.datasets": 20,
     "gkfda.cli": 1,
+    "gkfda.plotting": 10,
     "gkfda.study": 1,
     "gkfda.study.protocol": 2,
     "gkfda.study.experiment": 1,
     "gkfda.study.report": 1,
+    "gkfda.study.results": 1,
+    "gkfda.study.markdown": 1,
     "gkfda.study.published": 1,
     "gkfda.study.pursuit": 1,
 }

@@ -301,7 +301,7 @@ def test_a_failing_figure_does_not_stop_the_report(results_dir, monkeypatch):
     def broken(*args, **kwargs):
         raise ValueError("boom")
 
-    monkeypatch.setattr(report, "_figures", broken)
+    monkeypatch.setattr(report, "write_figures", broken)
     files = report.write_report(results_dir)
     assert "Drawing the figures failed (ValueError: boom)" in files[-1].read_text()
     assert (results_dir / "report" / "table1.md").exists()

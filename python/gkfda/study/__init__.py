@@ -5,8 +5,13 @@ Apart from the estimator library, and imported only by the ``gkfda experiment`` 
 
 * :mod:`gkfda.study.protocol`: the grids, splits and configuration of the protocol;
 * :mod:`gkfda.study.experiment`: runs it on the IDA benchmarks, resumable and parallel;
-* :mod:`gkfda.study.report`: tables and figures of a results directory;
-* :mod:`gkfda.study.published`: the papers' numbers, for comparison.
+* :mod:`gkfda.study.report`: the report of a results directory (``report.md``), made of
+  :mod:`~gkfda.study.results` (the directory read, statistics per method and data set),
+  :mod:`~gkfda.study.tables` (its tables), :mod:`~gkfda.study.comparison` (beside the papers'),
+  :mod:`~gkfda.study.figures` (its PNG figures, by :mod:`gkfda.plotting`) and
+  :mod:`~gkfda.study.markdown` (the Markdown and CSV of a table);
+* :mod:`gkfda.study.published`: the papers' numbers, for comparison;
+* :mod:`gkfda.study.bound`: the generalisation bound beside the test error.
 
 Examples
 --------

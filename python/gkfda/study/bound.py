@@ -40,7 +40,7 @@ from ..datasets import load_benchmark
 from ..estimator import GreedyKFDA
 from . import StudyInputError
 from .protocol import MPKFDA_METHOD, Protocol, read_config
-from .report import markdown_table
+from .markdown import markdown_table
 
 BENCHMARK_FILE = "bound.csv"
 SYNTHETIC_FILE = "bound_synthetic.csv"

@@ -36,7 +36,7 @@ from .protocol import (
     BASELINES, KFDA_REGS, KFDAQ_METHODS, KFDAQ_RHOS, KFDAQ_RULES, ORIGINAL, SELF_TUNED, SVM_CS, ExperimentConfig,
     Protocol, Variant, read_config, row_methods,
 )
-from .report import markdown_table
+from .markdown import markdown_table
 
 RESULT_COLUMNS = (
     "dataset", "method", "criterion", "deflation", "stages", "realisation", "canonical", "gamma",
