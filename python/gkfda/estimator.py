@@ -128,21 +128,21 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
     classes_ : ndarray of shape (n_classes,)
     priors_ : ndarray of shape (n_classes,)
         The class priors used.
-    support_ : ndarray of shape (k_,), or a list of them (one per class, one-vs-rest)
+    support_ : ndarray of shape ``(k_,)``, or a list of them (one per class, one-vs-rest)
         Training indices of the chosen bases, in selection order.
-    support_vectors_ : ndarray of shape (k_, n_features), or a list of them
+    support_vectors_ : ndarray of shape ``(k_, n_features)``, or a list of them
         The chosen training points (shape ``(k_, 0)`` for a precomputed kernel).
     n_support_ : ndarray of shape (n_classes,)
         How many chosen bases belong to each class (over all one-vs-rest models).
     k_ : int, or ndarray of shape (n_classes,)
         Bases actually used: less than ``k`` when the selection stopped early.
-    coef_ : ndarray of shape (1, k_) or (n_classes, k_), or a list of ndarrays of shape (k_c,)
+    coef_ : ndarray of shape ``(1, k_)`` or ``(n_classes, k_)``, or a list of ndarrays of shape ``(k_c,)``
         The decision function's weights on the Nyström features (two classes: of the
         log-odds of ``classes_[1]``; shared multiclass: of each class's log-probability,
         up to a constant, as in ``LinearDiscriminantAnalysis``; one-vs-rest: of each
         class's log-odds against the rest).
     intercept_ : ndarray of shape (1,) or (n_classes,)
-    projection_ : ndarray of shape (k_, k_), or a list of them
+    projection_ : ndarray of shape ``(k_, k_)``, or a list of them
         ``R`` with ``R'R = K[support_, support_]⁺``; ``transform(X) = K(X, SV) R'``.
     stopped_early_ : bool
         True when some selection ran out of admissible candidates before ``k``.

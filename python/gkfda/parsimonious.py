@@ -264,7 +264,7 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
 
     Fits the least-squares form of the Fisher discriminant, ``f(x) = b + Σᵢ αᵢ k(xᵢ, x)``
     with targets ``ŷ = N/N₁`` on ``classes_[1]`` and ``−N/N₂`` on ``classes_[0]``, under an
-    ℓ_q penalty that drives most ``αᵢ`` to zero: it minimises
+    ℓ_q penalty that drives most ``αᵢ`` to zero: it minimises::
 
         ½‖ŷ − K̃ω‖² + ρN Σᵢ |ωᵢ|^q,   K̃ = [1 K],   ω = [b; α],
 
@@ -330,7 +330,7 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
         is ``classes_[1]`` where ``discriminant(X) > theta_``.
     n_iter_ : int, or ndarray of shape (n_classes,)
         MM iterations run.
-    objective_ : ndarray of shape (n_iter_ + 1,), or a list of them
+    objective_ : ndarray of shape ``(n_iter_ + 1,)``, or a list of them
         The objective at the start and after each iteration; it never increases.
     n_features_in_ : int
 

@@ -315,16 +315,16 @@ class KernelMatchingPursuit(RegressorMixin, _KernelPursuit):
 
     Attributes
     ----------
-    support_ : ndarray of shape (k_,)
+    support_ : ndarray of shape ``(k_,)``
         Training indices of the chosen columns, in selection order.
-    support_vectors_ : ndarray of shape (k_, n_features)
+    support_vectors_ : ndarray of shape ``(k_, n_features)``
         The chosen training points (shape ``(k_, 0)`` for a precomputed kernel).
-    coef_ : ndarray of shape (k_,)
+    coef_ : ndarray of shape ``(k_,)``
     intercept_ : float
     k_ : int
         Columns used: fewer than ``k`` when every other column became numerically
         dependent on the chosen ones (``stopped_early_``).
-    pursuit_scores_ : ndarray of shape (k_,)
+    pursuit_scores_ : ndarray of shape ``(k_,)``
         ``|K_t[:, j]'y| / ‖K_t[:, j]‖`` of each pick: its square is the pick's decrease of
         the residual sum of squares.
     stopped_early_ : bool
@@ -499,18 +499,18 @@ class SparseKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Kernel
 
     Attributes
     ----------
-    support_ : ndarray of shape (n_components_,)
+    support_ : ndarray of shape ``(n_components_,)``
         Training indices of the chosen points, in selection order.
-    support_vectors_ : ndarray of shape (n_components_, n_features)
+    support_vectors_ : ndarray of shape ``(n_components_, n_features)``
         The chosen training points (shape ``(n_components_, 0)`` for a precomputed kernel).
     n_components_ : int
         Points used: fewer than ``n_components`` on an early stop (every other point
         numerically in the chosen subspace).
-    pursuit_scores_ : ndarray of shape (n_components_,)
+    pursuit_scores_ : ndarray of shape ``(n_components_,)``
         Each pick's decrease of the total squared residual of the training set.
-    rotation_ : ndarray of shape (n_components_, n_components_)
+    rotation_ : ndarray of shape ``(n_components_, n_components_)``
         Orthogonal: ``transform(X) = z(X) @ rotation_``.
-    explained_variance_ : ndarray of shape (n_components_,)
+    explained_variance_ : ndarray of shape ``(n_components_,)``
         Mean square of each feature over the training set, in decreasing order.
     n_samples_fit_, n_features_in_ : int
 
@@ -593,7 +593,7 @@ class SparseKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Kernel
 
         Parameters
         ----------
-        X : array-like of shape (n, n_features), or (n, n_samples_fit_)
+        X : array-like of shape ``(n, n_features)``, or ``(n, n_samples_fit_)``
             Points, or their kernel ``K(X, X_train)`` when ``kernel="precomputed"``.
         self_kernel : array-like of shape (n,), default=None
             ``κ(x, x)`` of each row of ``X``, which a precomputed cross kernel does not hold
@@ -726,16 +726,16 @@ class SparseKernelCCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Kernel
 
     Attributes
     ----------
-    support_ : ndarray of shape (k_,)
-    x_support_vectors_, y_support_vectors_ : ndarray of shape (k_, n_features_in_ / n_features_y_)
+    support_ : ndarray of shape ``(k_,)``
+    x_support_vectors_, y_support_vectors_ : ndarray of shape ``(k_, n_features_in_ / n_features_y_)``
         The chosen pairs' points in each view (shape ``(k_, 0)`` for a precomputed kernel).
-    x_weights_, y_weights_ : ndarray of shape (k_, n_components)
+    x_weights_, y_weights_ : ndarray of shape ``(k_, n_components)``
         Canonical directions in each view's Nyström features, normalised so that the
         training projections have unit mean square.
     correlations_ : ndarray of shape (n_components,)
         Canonical correlations on the training set, decreasing.
     k_ : int
-    pursuit_scores_ : ndarray of shape (k_,)
+    pursuit_scores_ : ndarray of shape ``(k_,)``
     stopped_early_ : bool
     n_samples_fit_, n_features_in_, n_features_y_ : int
 
@@ -1025,11 +1025,11 @@ class GreedyNystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _KernelP
 
     Attributes
     ----------
-    components_ : ndarray of shape (n_components_, n_features)
+    components_ : ndarray of shape ``(n_components_, n_features)``
         The landmarks, in selection order: their rows of the training kernel when it is
         precomputed (shape ``(n_components_, n_samples)``).
-    component_indices_ : ndarray of shape (n_components_,)
-    normalization_ : ndarray of shape (n_components_, n_components_)
+    component_indices_ : ndarray of shape ``(n_components_,)``
+    normalization_ : ndarray of shape ``(n_components_, n_components_)``
         ``K[components]^(-1/2)``, as ``Nystroem``'s.
     n_components_ : int
     stopped_early_ : bool
