@@ -35,7 +35,7 @@ KERNEL_PARAMS = {
 #: What a gkfda graph may contain: core operators, none of them a loop.
 CORE_OPS = {
     "Abs", "Add", "ArgMax", "Cast", "Concat", "Exp", "Gather", "Identity", "Log", "MatMul", "Max", "Min", "Mul",
-    "Neg", "Pow", "Sigmoid", "Softmax", "Sub",
+    "Div", "Neg", "Pow", "Sigmoid", "Softmax", "Sub",
 }
 
 

@@ -255,16 +255,20 @@ def _convert(scope, operator, container):
         return
     probabilities = graph.scope.get_unique_variable_name("gkfda_probabilities")
     if predictor.link == "logistic":
-        positive = graph.node("Sigmoid", z)
+        # 1 / (1 + exp(−z)), as SciPy's expit and the core compute it, rather than Sigmoid,
+        # which tract does not run in float64.
+        positive = graph.node("Div", graph.constant(1.0),
+                              graph.node("Add", graph.constant(1.0), graph.node("Exp", graph.node("Neg", z))))
         negative = graph.node("Sub", graph.constant(1.0), positive)
         graph.node("Concat", negative, positive, output=probabilities, axis=1)
     else:
         if predictor.link == "ovr":
             # σ(z_c) normalised to sum to 1 is the softmax of log σ(z_c), which Softmax
             # computes as the estimator does (shifted by the largest, so nothing is 0/0);
-            # log σ(z) = min(z, 0) − log(1 + exp(−|z|)) neither overflows nor underflows.
-            tail = graph.node("Log", graph.node("Add", graph.constant(1.0),
-                                                graph.node("Exp", graph.node("Neg", graph.node("Abs", z)))))
+            # log σ(z) = min(z, 0) − log(1 + exp(−|z|)) neither overflows nor underflows;
+            # −|z| as min(z, −z), since tract has no float64 Abs.
+            negative_magnitude = graph.node("Min", z, graph.node("Neg", z))
+            tail = graph.node("Log", graph.node("Add", graph.constant(1.0), graph.node("Exp", negative_magnitude)))
             z = graph.node("Sub", graph.node("Min", z, graph.constant(0.0)), tail)
         graph.node("Softmax", z, output=probabilities, axis=1)
     output(probabilities, operator.outputs[1].full_name)
