@@ -31,6 +31,7 @@ mod test_common;
 
 pub mod calibration;
 pub mod capi;
+pub mod checks;
 pub mod error;
 pub mod kernel;
 pub mod link;

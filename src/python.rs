@@ -4,6 +4,7 @@
 //! finiteness) happens once, in the Python layer; parameters are checked by the core.
 
 use crate::calibration;
+use crate::checks;
 use crate::error::Error;
 use crate::kernel::{self, Kernel};
 use crate::link::Link;
@@ -711,6 +712,38 @@ fn default_tol(dtype: &str) -> PyResult<f64> {
     }
 }
 
+/// What a fit must know of a precomputed kernel, in one pass (`checks::kernel_checks`):
+/// `(non_finite, scale, asymmetry, smallest_diagonal, minor_excess, minor_at)`.
+type KernelCheckTuple = (Option<(usize, usize)>, f64, f64, f64, f64, (usize, usize));
+
+#[pyfunction]
+#[pyo3(signature = (k, *, n_threads=1))]
+fn kernel_checks(
+    py: Python<'_>,
+    k: &Bound<'_, PyAny>,
+    n_threads: usize,
+) -> PyResult<KernelCheckTuple> {
+    let checks = if let Ok(k) = k.extract::<PyReadonlyArray2<f64>>() {
+        let k = k.as_array();
+        py.detach(|| checks::kernel_checks(k, n_threads))?
+    } else if let Ok(k) = k.extract::<PyReadonlyArray2<f32>>() {
+        let k = k.as_array();
+        py.detach(|| checks::kernel_checks(k, n_threads))?
+    } else {
+        return Err(PyTypeError::new_err(
+            "K: must be a 2-D float32 or float64 NumPy array",
+        ));
+    };
+    Ok((
+        checks.non_finite,
+        checks.scale,
+        checks.asymmetry,
+        checks.smallest_diagonal,
+        checks.minor_excess,
+        checks.minor_at,
+    ))
+}
+
 /// The instruction-set level the engine runs at (`avx512`, `avx2` or `none`): the CPU's,
 /// capped by the environment variable `GKFDA_SIMD` as read when the module was imported.
 #[pyfunction]
@@ -752,6 +785,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(greedy_select, module)?)?;
     module.add_function(wrap_pyfunction!(greedy_select_many, module)?)?;
     module.add_function(wrap_pyfunction!(kernel_expansion, module)?)?;
+    module.add_function(wrap_pyfunction!(kernel_checks, module)?)?;
     module.add_function(wrap_pyfunction!(calibrate, module)?)?;
     module.add_function(wrap_pyfunction!(parsimonious_fit, module)?)?;
     module.add_function(wrap_pyfunction!(pursuit_select, module)?)?;

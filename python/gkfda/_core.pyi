@@ -175,6 +175,14 @@ def kernel_expansion(
     is a ValueError.
     """
 
+def kernel_checks(
+    k: npt.NDArray[np.floating], *, n_threads: int = 1
+) -> tuple[tuple[int, int] | None, float, float, float, float, tuple[int, int]]:
+    """One pass over a square kernel: ``(non_finite, scale, asymmetry, smallest_diagonal,
+    minor_excess, minor_at)``: a non-finite entry's position or None, ``max |K_ij|``,
+    ``max |K_ij − K_ji|``, the smallest diagonal entry, and ``max |K_ij| − √(K_ii K_jj)`` with
+    where it is (float64 measures; the caller compares them with its tolerance)."""
+
 def default_tol(dtype: str) -> float:
     """Relative tolerance of the numerical guards for 'float32' or 'float64'."""
 

@@ -213,15 +213,16 @@ def _check_callable_output(K, shape):
     return K
 
 
-def precomputed_training_kernel(K, dtype, k, selections, argument="X"):
+def precomputed_training_kernel(K, dtype, k, selections, argument="X", n_threads=1):
     """A precomputed training kernel in ``dtype``, checked square, finite, symmetric and
-    PSD; the caller's array when it has ``dtype`` already, else a copy, counted in the
-    memory check of a fit of ``k`` picks for each of ``selections`` problems."""
+    PSD (on ``n_threads`` threads); the caller's array when it has ``dtype`` already, else a
+    copy, counted in the memory check of a fit of ``k`` picks for each of ``selections``
+    problems."""
     m = K.shape[0]
     copy_bytes = 0 if np.asarray(K).dtype == dtype else m * m * np.dtype(dtype).itemsize
     check_fit_fits(m, k, selections, dtype, copy_bytes, argument=argument)
     K = _convert(K, dtype, argument)
-    check_precomputed_kernel(K, argument=argument)
+    check_precomputed_kernel(K, argument=argument, n_threads=n_threads)
     return K
 
 

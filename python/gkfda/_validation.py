@@ -151,46 +151,30 @@ def check_fit_fits(m: int, k: int, selections: int, dtype, kernel_bytes: int, ar
         )
 
 
-def check_precomputed_kernel(K: np.ndarray, argument: str = "X") -> None:
-    """Square, finite, symmetric, and the O(m²) necessary conditions of PSD.
-
-    Works on blocks of rows so that its temporaries stay small next to ``K``, which
-    may fill most of the memory.
-    """
+def check_precomputed_kernel(K: np.ndarray, argument: str = "X", n_threads: int = 1) -> None:
+    """Square, finite, symmetric, and the O(m²) necessary conditions of PSD, in one pass of
+    the core over ``K`` (``_core.kernel_checks``) on ``n_threads`` threads."""
     if K.ndim != 2 or K.shape[0] != K.shape[1]:
         raise ValueError(f"{argument}: a precomputed kernel must be a square matrix, got shape {K.shape}")
-    m = K.shape[0]
-    if m == 0:
+    if K.shape[0] == 0:
         return
-    scale = max(float(K.max()), -float(K.min()))
-    tolerance = 1e-6 * scale if K.dtype == np.float64 else 1e-4 * scale
-    block = max(1, 2**22 // m)  # rows per block: temporaries of about 4M entries
-    asymmetry = 0.0
-    for start in range(0, m, block):
-        stop = min(start + block, m)
-        asymmetry = max(asymmetry, float(np.max(np.abs(K[start:stop] - K[:, start:stop].T))))
+    non_finite, scale, asymmetry, smallest_diagonal, minor_excess, (i, j) = _core.kernel_checks(
+        np.asarray(K), n_threads=n_threads
+    )
+    if non_finite is not None:
+        raise ValueError(f"{argument}: a precomputed kernel must be finite; K[{non_finite[0]},{non_finite[1]}] is not")
+    tolerance = (1e-6 if K.dtype == np.float64 else 1e-4) * scale
     if asymmetry > tolerance:
         raise ValueError(
             f"{argument}: a precomputed kernel must be symmetric; max |K - K'| = {asymmetry:.3g}"
         )
-    diagonal = np.diagonal(K).astype(np.float64)
-    if np.any(diagonal < -tolerance):
+    if smallest_diagonal < -tolerance:
         raise ValueError(
             f"{argument}: a precomputed kernel must be positive semi-definite; it has a negative "
-            f"diagonal entry ({diagonal.min():.3g})"
+            f"diagonal entry ({smallest_diagonal:.3g})"
         )
     # Every 2×2 principal minor of a PSD matrix is non-negative: |K_ij| ≤ sqrt(K_ii K_jj).
-    bound = np.sqrt(np.clip(diagonal, 0.0, None))
-    worst, where = -np.inf, (0, 0)
-    for start in range(0, m, block):
-        stop = min(start + block, m)
-        excess = np.abs(K[start:stop]) - np.outer(bound[start:stop], bound)
-        position = int(np.argmax(excess))
-        if excess.flat[position] > worst:
-            worst = float(excess.flat[position])
-            where = (start + position // m, position % m)
-    if worst > tolerance:
-        i, j = where
+    if minor_excess > tolerance:
         raise ValueError(
             f"{argument}: a precomputed kernel must be positive semi-definite; "
             f"K[{i},{j}]² > K[{i},{i}]·K[{j},{j}]"

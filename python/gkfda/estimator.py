@@ -264,7 +264,7 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         m = X.shape[0]
         entries = m * m
         if self.kernel == "precomputed":
-            return precomputed_training_kernel(X, dtype, k, selections)
+            return precomputed_training_kernel(X, dtype, k, selections, n_threads=threads)
         if core_kernel(self.kernel, self.degree) is None:
             # The callable's (or pairwise_kernels') float64 matrix, and its float32 copy.
             kernel_bytes = entries * 8 + (entries * 4 if np.dtype(dtype) == np.float32 else 0)

@@ -217,7 +217,7 @@ class _KernelPursuit(BaseEstimator):
         dtype = self._dtype()
         self._gamma = self._resolve_gamma(X, argument)
         if self._precomputed():
-            return precomputed_training_kernel(X, dtype, k, kernels, argument)
+            return precomputed_training_kernel(X, dtype, k, kernels, argument, n_threads=self._threads())
         m = X.shape[0]
         itemsize = np.dtype(dtype).itemsize
         if core_kernel(self.kernel, self._kernel_params()["degree"]) is None:  # float64, then a copy in dtype
