@@ -10,7 +10,13 @@ The project's target: accuracy within 1.5 points of GridSearchCV(SVC), in at mos
 its wall time. ``--details`` also prints, for each outer fold, the parameters each search
 chose and the share of GreedyKFDACV's time spent in fits, scoring and the refit.
 
-Usage: ``python benches/bench_cv.py [--repeats 3] [--sets breast_cancer digits synthetic]``
+``--max-k`` and ``--deflation`` set those parameters of GreedyKFDACV instead of its
+defaults; several ``--max-k`` values give a row each, each search paired with its own run
+of the SVC grid (the time ratio is that pair's, so that the load of a shared machine
+enters both sides).
+
+Usage: ``python benches/bench_cv.py [--repeats 3] [--sets breast_cancer digits synthetic]
+[--max-k 100 200] [--deflation projection]``
 """
 
 from __future__ import annotations
@@ -43,8 +49,8 @@ DATA_SETS = {
 }
 
 
-def gkfda_search():
-    return make_pipeline(StandardScaler(), GreedyKFDACV())
+def gkfda_search(**params):
+    return lambda: make_pipeline(StandardScaler(), GreedyKFDACV(**params))
 
 
 def svc_search():
@@ -97,46 +103,53 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--sets", nargs="+", default=list(DATA_SETS), choices=list(DATA_SETS))
+    parser.add_argument("--max-k", nargs="+", type=int, default=[None], metavar="K",
+                        help="GreedyKFDACV's max_k, a row per value (default: its default)")
+    parser.add_argument("--deflation", default=None, help="GreedyKFDACV's deflation (default: its default)")
     parser.add_argument("--details", action="store_true")
     args = parser.parse_args(argv)
 
+    deflation = {} if args.deflation is None else {"deflation": args.deflation}
     rows = []
     for name in args.sets:
         X, y = DATA_SETS[name]()
         X = np.asarray(X, dtype=np.float64)
         folds = list(StratifiedKFold(5, shuffle=True, random_state=0).split(X, y))
-        times = {"gkfda": [], "svc": []}
-        ratios = []
-        for repeat in range(args.repeats):
-            order = ["gkfda", "svc"] if repeat % 2 == 0 else ["svc", "gkfda"]
-            outcome = {}
-            for which in order:
-                outcome[which] = run(gkfda_search if which == "gkfda" else svc_search, X, y, folds)
-                times[which].append(outcome[which][0])
-            ratios.append(outcome["gkfda"][0] / outcome["svc"][0])
-        accuracy = {which: outcome[which][1] for which in outcome}  # deterministic across repeats
-        rows.append([
-            name,
-            X.shape,
-            f"{100 * accuracy['gkfda']:.2f}",
-            f"{100 * accuracy['svc']:.2f}",
-            f"{100 * (accuracy['gkfda'] - accuracy['svc']):+.2f}",
-            f"{statistics.median(times['gkfda']):.2f}",
-            f"{statistics.median(times['svc']):.2f}",
-            f"{statistics.median(ratios):.2f}",
-        ])
-        print(f"{name}: done ({args.repeats} repeats)", file=sys.stderr, flush=True)
-        if args.details:
-            print(f"\n{name}, the last repeat's searches:\n")
-            print(describe(outcome["gkfda"][2], outcome["svc"][2]))
-            print()
+        for candidate, max_k in enumerate(args.max_k):
+            make_gkfda = gkfda_search(max_k=max_k, **deflation)
+            times = {"gkfda": [], "svc": []}
+            ratios = []
+            for repeat in range(args.repeats):
+                order = ["gkfda", "svc"] if (repeat + candidate) % 2 == 0 else ["svc", "gkfda"]
+                outcome = {}
+                for which in order:
+                    outcome[which] = run(make_gkfda if which == "gkfda" else svc_search, X, y, folds)
+                    times[which].append(outcome[which][0])
+                ratios.append(outcome["gkfda"][0] / outcome["svc"][0])
+            accuracy = {which: outcome[which][1] for which in outcome}  # deterministic across repeats
+            max_k_used = sorted({search[-1].max_k_ for search in outcome["gkfda"][2]})
+            rows.append([
+                name,
+                X.shape,
+                "/".join(map(str, max_k_used)),
+                f"{100 * accuracy['gkfda']:.2f}",
+                f"{100 * accuracy['svc']:.2f}",
+                f"{100 * (accuracy['gkfda'] - accuracy['svc']):+.2f}",
+                f"{statistics.median(times['gkfda']):.2f}",
+                f"{statistics.median(times['svc']):.2f}",
+                f"{statistics.median(ratios):.2f}",
+            ])
+            print(f"{name}, max_k {max_k_used}: done ({args.repeats} repeats)", file=sys.stderr, flush=True)
+            if args.details:
+                print(f"\n{name}, max_k {max_k_used}, the last repeat's searches:\n")
+                print(describe(outcome["gkfda"][2], outcome["svc"][2]))
+                print()
     print(tabulate(
         rows,
-        headers=["data", "shape", "GreedyKFDACV acc %", "SVC grid acc %", "difference", "GreedyKFDACV s",
-                 "SVC grid s", "time ratio (median of paired)"],
+        headers=["data", "shape", "max_k_", "GreedyKFDACV acc %", "SVC grid acc %", "difference",
+                 "GreedyKFDACV s", "SVC grid s", "time ratio (median of paired)"],
         tablefmt="github",
     ))
-
 
 if __name__ == "__main__":
     main()
