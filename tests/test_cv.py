@@ -124,10 +124,10 @@ def test_precomputed_kernel_matches_grid_search(moons):
 def test_criterion_and_options_reach_every_fit(moons):
     X, y = moons
     cv = StratifiedKFold(3, shuffle=True, random_state=5)
-    options = dict(criterion="random", deflation="projection", random_state=3)
+    options = dict(criterion="random", deflation="schur", random_state=3)
     search = GreedyKFDACV(gammas=[1.0, 3.0], max_k=8, cv=cv, **options).fit(X, y)
     assert_same_scores(search, grid_search(X, y, [1.0, 3.0], 8, cv, **options))
-    assert search.best_estimator_.get_params()["deflation"] == "projection"
+    assert search.best_estimator_.get_params()["deflation"] == "schur"
 
 
 # -- the choice and the refit -------------------------------------------------------------

@@ -176,7 +176,7 @@ def test_shared_multiclass_selection_is_the_core_s_over_class_codes_on_any_threa
     assert_array_equal(one.decision_function(X), two.decision_function(X))
     by_class = np.argsort(y, kind="stable")  # the fit's kernel order
     K = _core.kernel_matrix(X[by_class], gamma=one._gamma)
-    alone, _, _ = _core.greedy_select(K, y[by_class].astype(np.int64), 12)
+    alone, _, _ = _core.greedy_select(K, y[by_class].astype(np.int64), 12, deflation=one.deflation)
     assert_array_equal(by_class[alone], one.support_)
 
 
@@ -222,7 +222,7 @@ def test_multiclass_selections_do_not_depend_on_threads_or_class_count(blobs):
     by_class = np.argsort(y, kind="stable")  # the fit's kernel order
     K = _core.kernel_matrix(X[by_class], gamma=one._gamma)
     for c in range(4):
-        ((alone, _, _),) = _core.greedy_select_many(K, (y[by_class] == c)[None, :], 12)
+        ((alone, _, _),) = _core.greedy_select_many(K, (y[by_class] == c)[None, :], 12, deflation=one.deflation)
         assert_array_equal(by_class[alone], one.support_[c])
     for deflation in ("hotelling", "ortho-schur"):
         model = GreedyKFDA(k=12, deflation=deflation, multiclass="ovr").fit(X, y)
@@ -500,11 +500,11 @@ def test_grid_search_in_pipeline(moons):
 
 def test_fit_function(moons):
     X, y = moons
-    model = gkfda.fit(X, y, k=12, deflation="projection", gamma=2.0)
+    model = gkfda.fit(X, y, k=12, deflation="schur", gamma=2.0)
     assert isinstance(model, GreedyKFDA)
-    assert model.get_params()["k"] == 12 and model.deflation == "projection" and model.gamma == 2.0
+    assert model.get_params()["k"] == 12 and model.deflation == "schur" and model.gamma == 2.0
     assert model.k_ == 12
-    reference = GreedyKFDA(k=12, deflation="projection", gamma=2.0).fit(X, y)
+    reference = GreedyKFDA(k=12, deflation="schur", gamma=2.0).fit(X, y)
     assert_array_equal(model.support_, reference.support_)
 
 

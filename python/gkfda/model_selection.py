@@ -71,9 +71,13 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
     max_k : int or None, default=None
         The largest number of bases; every ``k`` from 1 to ``max_k`` is a candidate.
         ``None`` means ``min(100, smallest training fold)``: the selection's time grows
-        linearly with ``max_k``, and each one-vs-rest class of a multiclass problem
-        makes its own. A value larger than the smallest training fold is lowered to
-        it, with a warning.
+        with ``max_k``, and each one-vs-rest class of a multiclass problem makes its
+        own. 100 is the smallest ceiling (in steps of 25) that brought the data sets of
+        ``benches/bench_cv.py`` within 1.5 points of an SVC grid in at most twice its
+        time. With many classes on one shared basis it can bind (on digits the chosen
+        ``k`` was 75–100, and ``max_k=200`` gained 0.8 points for about twice the search
+        time: docs/defaults.md), which a ``best_params_["k"]`` near ``max_k_`` shows. A
+        value larger than the smallest training fold is lowered to it, with a warning.
     regs : array-like of float or None, default=None
         The ``reg`` grid (non-negative); ``None`` searches none and uses
         :class:`~gkfda.GreedyKFDA`'s default ``1e-4``.
@@ -164,7 +168,7 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
         scoring=None,
         n_jobs=None,
         criterion="optimal",
-        deflation="schur",
+        deflation="projection",
         stages=1,
         kernel="rbf",
         degree=None,

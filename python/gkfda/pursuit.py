@@ -991,9 +991,8 @@ class GreedyNystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _KernelP
         ``matching`` (the landmarks of :class:`KernelMatchingPursuit` for the centred target)
         and the Fisher criteria need it.
     deflation : "auto" or one of ``gkfda.DEFLATIONS``, default="auto"
-        Of a Fisher selection: ``auto`` is ``schur``, ``GreedyKFDA``'s default. ``pca`` and
-        ``matching`` have their own deflations (pivoted Cholesky, projection) and take only
-        ``auto``.
+        Of a Fisher selection: ``auto`` is ``schur``. ``pca`` and ``matching`` have their
+        own deflations (pivoted Cholesky, projection) and take only ``auto``.
     kernel : str or callable, default="rbf"
         ``Nystroem``'s: the names of :class:`KernelMatchingPursuit`, ``precomputed``, or a
         callable ``kernel(a, b, **kernel_params)`` of two rows that returns a number (as
