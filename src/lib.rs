@@ -31,8 +31,10 @@ mod test_common;
 
 pub mod calibration;
 pub mod error;
+pub mod factor;
 pub mod kernel;
 pub mod link;
+pub mod operator;
 mod params;
 pub mod parsimonious;
 pub mod passes;

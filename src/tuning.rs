@@ -88,3 +88,8 @@ pub(crate) const SHARED_FROM_BYTES: usize = 12 << 20;
 /// Rows per block of a kernel matrix (`kernel.rs`): one block's GEMM output stays in cache
 /// while the elementwise map runs over it (no measurement recorded).
 pub(crate) const KERNEL_BLOCK_ROWS: usize = 64;
+/// Rows per block of a factored product (`operator.rs`): the blocks, fixed by `m`, are the
+/// units of work and the order of the partial sums of `Φ'X`, so no result depends on the
+/// thread count; a block's `Φ` rows (1,024 × p) stream once while its partial sums stay in
+/// cache (no measurement recorded).
+pub(crate) const FACTOR_BLOCK_ROWS: usize = 1024;
