@@ -82,7 +82,8 @@ _KINDS = {"i": "int", "u": "int", "f": "float", "b": "bool", "U": "str", "O": "s
 # Deeper JSON than any state gkfda writes: a bound on the decoder's recursion.
 _LARGEST_DEPTH = 16
 # What scikit-learn's set_output leaves on a transformer; prediction (transform) reads it.
-_OPTIONAL = ("feature_names_in_", "_sklearn_output_config")
+# Kept where the estimator has them; absent from files written before they existed.
+_OPTIONAL = ("feature_names_in_", "_sklearn_output_config", "solver_")
 
 
 class _Invalid(Exception):
@@ -1021,6 +1022,9 @@ def _check_optional(estimator):
         isinstance(config, dict) and all(isinstance(value, str) for value in config.values())
     ):
         raise _Invalid("state._sklearn_output_config: must map strings to strings")
+    solver = estimator.__dict__.get("solver_")
+    if solver is not None and solver not in ("dense", "factored"):
+        raise _Invalid(f"state.solver_: must be 'dense' or 'factored', got {solver!r}")
 
 
 # -- decoding the state ---------------------------------------------------------------
