@@ -196,3 +196,98 @@ def test_a_factored_model_round_trips_through_the_model_file(tmp_path):
         loaded = gkfda.load(path)
         assert loaded.solver_ == "factored"
         np.testing.assert_array_equal(loaded.predict_proba(X), model.predict_proba(X))
+
+
+def regression(m=120, d=6, seed=1):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((m, d))
+    return X, X[:, 0] + np.sin(2 * X[:, 1]) + 0.1 * rng.standard_normal(m)
+
+
+def pursuit_fits(kernel, **options):
+    """``(name, fit(solver), output(model))`` of each pursuit estimator taking ``solver``."""
+    from gkfda import GreedyNystroem, KernelMatchingPursuit, SparseKernelPCA
+
+    X, target = regression(d=12)  # rank 12 > k for the linear kernel: no exhausted residual
+    labels = (target > 0).astype(int)
+    params = dict(kernel=kernel, **options)
+    yield ("KernelMatchingPursuit", lambda solver: KernelMatchingPursuit(k=8, solver=solver, **params).fit(X, target),
+           lambda model: (model.support_, model.predict(X)))
+    yield ("SparseKernelPCA", lambda solver: SparseKernelPCA(n_components=8, solver=solver, **params).fit(X),
+           lambda model: (model.support_, model.transform(X)))
+    for criterion, y in (("pca", None), ("matching", target), ("optimal", labels), ("random", labels)):
+        yield (f"GreedyNystroem-{criterion}",
+               lambda solver, c=criterion, y=y: GreedyNystroem(
+                   n_components=8, criterion=c, solver=solver, random_state=0, **params).fit(X, y),
+               lambda model: (model.component_indices_, model.transform(X)))
+
+
+@pytest.mark.parametrize("kernel, options", [("linear", {}), ("rbf", dict(gamma=0.05, factor_rank=120))])
+def test_factored_pursuit_estimators_pick_and_fit_as_dense(kernel, options):
+    # Linear: Φ = X is exact. rbf with a pool of every point: ΦΦ' is the kernel to rounding.
+    for name, fit, output in pursuit_fits(kernel, **options):
+        dense, factored = fit("dense"), fit("factored")
+        assert (dense.solver_, factored.solver_) == ("dense", "factored"), name
+        (dense_support, dense_out), (factored_support, factored_out) = output(dense), output(factored)
+        assert dense_support.tolist() == factored_support.tolist(), name
+        np.testing.assert_allclose(factored_out, dense_out, atol=1e-8, err_msg=name)
+
+
+def test_pursuit_estimators_validate_the_solver_and_refuse_factored_precomputed():
+    from gkfda import GreedyNystroem, KernelMatchingPursuit, SparseKernelPCA
+
+    X, target = regression(m=40)
+    K = X @ X.T
+    for model, y in ((KernelMatchingPursuit(k=3), target), (SparseKernelPCA(n_components=3), None),
+                     (GreedyNystroem(n_components=3), None)):
+        assert model.set_params(solver="auto").fit(X, y).solver_ == "dense"
+        for name, bad in (("solver", "sparse"), ("factor_rank", 0), ("factor_pool", "kmeans")):
+            with pytest.raises(ValueError, match=name):
+                model.set_params(**{"solver": "auto", "factor_rank": 10, "factor_pool": "uniform", name: bad}).fit(X, y)
+        model.set_params(solver="factored", factor_rank=10, factor_pool="uniform", kernel="precomputed")
+        with pytest.raises(ValueError, match="^solver: 'factored' needs a kernel the core computes"):
+            model.fit(K, y)
+        model.set_params(solver="factored", kernel=lambda a, b: a @ b.T)
+        with pytest.raises(ValueError, match="^solver: 'factored'"):
+            model.fit(X, y)
+        assert model.set_params(solver="auto").fit(X, y).solver_ == "dense"
+
+
+def test_pursuit_estimators_fit_factored_on_a_low_rank_factor():
+    from gkfda import GreedyNystroem, KernelMatchingPursuit, SparseKernelPCA
+
+    X, target = regression(m=400, d=3)
+    kmp = KernelMatchingPursuit(k=20, gamma=0.5, solver="factored", factor_rank=60, random_state=0).fit(X, target)
+    assert kmp.solver_ == "factored" and kmp.score(X, target) > 0.9
+    pca = SparseKernelPCA(n_components=15, gamma=0.5, solver="factored", factor_rank=60, random_state=0).fit(X)
+    dense = SparseKernelPCA(n_components=15, gamma=0.5, solver="dense").fit(X)
+    assert pca.reconstruction_error(X) < 1.05 * dense.reconstruction_error(X)
+    assert np.all(np.diff(pca.explained_variance_) <= 0)
+    landmarks = GreedyNystroem(n_components=15, solver="factored", factor_rank=60, random_state=0).fit(X, target > 0)
+    assert landmarks.transform(X).shape == (400, 15)
+
+
+def test_cv_passes_the_solver_to_its_fits():
+    from gkfda import GreedyKFDACV
+
+    X, y = problem(m=150)
+    search = GreedyKFDACV(gammas=2, max_k=6, cv=3, solver="factored", factor_rank=40).fit(X, y)
+    assert search.solver_ == search.best_estimator_.solver_ == "factored"
+    assert search.best_estimator_.factor_rank == 40
+    assert GreedyKFDACV(gammas=1, max_k=4, cv=3).fit(X, y).solver_ == "dense"
+
+
+def test_a_factored_sparse_kernel_pca_round_trips_through_the_model_file(tmp_path):
+    import gkfda
+    from gkfda import SparseKernelPCA
+
+    X, _ = regression(m=200)
+    model = SparseKernelPCA(n_components=10, gamma=0.3, solver="factored", factor_rank=50, factor_pool="greedy",
+                            random_state=0).fit(X)
+    for lean in (False, True):
+        path = tmp_path / f"pca-{lean}.gkfda"
+        gkfda.save(model, path, lean=lean)
+        loaded = gkfda.load(path)
+        assert loaded.solver_ == "factored"
+        assert loaded.get_params() == model.get_params()
+        np.testing.assert_array_equal(loaded.transform(X), model.transform(X))

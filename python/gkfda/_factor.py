@@ -17,11 +17,40 @@ import numpy as np
 
 from . import _core
 
+SOLVERS = ("auto", "dense", "factored")
 POOLS = ("rpcholesky", "greedy", "uniform")
+#: ``factor_rank``'s default: the rank of the Nyström factor of a factored fit.
+DEFAULT_FACTOR_RANK = 1000
+#: ``solver="auto"`` is dense up to this many samples (docs/scale.md).
+AUTO_DENSE_MAX_SAMPLES = 20_000
 # The subsample the pivoted pools are chosen from: `SUBSAMPLE_PER_PIVOT` points a pivot, at
 # least `SUBSAMPLE_MIN` (or every point): the Cholesky on it costs O(s p²).
 SUBSAMPLE_PER_PIVOT = 8
 SUBSAMPLE_MIN = 10_000
+
+
+def resolved_solver(solver, core_name, kernel_name, m, dense_fits) -> str:
+    """``solver`` resolved for a fit of ``m`` samples: ``auto`` is ``dense`` up to
+    ``AUTO_DENSE_MAX_SAMPLES`` when ``dense_fits()`` (the dense fit fits in memory),
+    ``factored`` beyond. A kernel the core does not compute (``core_name`` None: precomputed
+    or callable) is dense; ``factored`` of one is a ValueError naming ``solver``."""
+    if solver == "factored":
+        if core_name is None:
+            raise ValueError(
+                f"solver: 'factored' needs a kernel the core computes (rbf, linear or poly), got kernel={kernel_name!r}"
+            )
+        return "factored"
+    if solver == "dense" or core_name is None:
+        return "dense"
+    if m > AUTO_DENSE_MAX_SAMPLES:
+        return "factored"
+    return "dense" if dense_fits() else "factored"
+
+
+def factor_width(core_name, n_features, m, factor_rank) -> int:
+    """``p``, the columns of ``Φ``: the features for ``linear`` (``Φ = X``), else
+    ``factor_rank``, at most ``m``."""
+    return int(n_features) if core_name == "linear" else min(int(factor_rank), int(m))
 
 
 def diagonal(X, kernel, gamma, degree, coef0) -> np.ndarray:

@@ -670,7 +670,8 @@ def _load(data):
         best = _build(_SPECS["GreedyKFDA"], best_params, nested["state"], decoder, predictor, lean,
                       "state.best_estimator_.state")
         params = _checked_params(GreedyKFDACV, meta["params"], "params")
-        for name in ("kernel", "degree", "coef0", "dtype", "multiclass", "criterion", "deflation", "stages"):
+        for name in ("kernel", "degree", "coef0", "dtype", "multiclass", "criterion", "deflation", "stages", "solver",
+                     "factor_rank", "factor_pool"):
             if params[name] != best_params[name]:
                 raise _Invalid(f"params: {name} is {params[name]!r} but the refitted model's is {best_params[name]!r}")
         decoded = decoder.decode_state(state, "state")
@@ -678,6 +679,9 @@ def _load(data):
         estimator = spec.build(params, decoded, tensors, predictor, lean)
         estimator.best_estimator_ = best
         _check_optional(estimator)
+        if "solver_" in estimator.__dict__ and estimator.solver_ != best.__dict__.get("solver_"):
+            raise _Invalid(f"state.solver_: is {estimator.solver_!r} but the refitted model's is "
+                           f"{best.__dict__.get('solver_')!r}")
         if not lean:
             _check_search_state(estimator)
     else:

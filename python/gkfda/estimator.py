@@ -31,7 +31,7 @@ from ._kernels import (
     resolve_gamma,
     validate_input,
 )
-from ._factor import POOLS, training_factor
+from ._factor import DEFAULT_FACTOR_RANK, POOLS, SOLVERS, factor_width, resolved_solver, training_factor
 from ._factor import diagonal as factor_diagonal
 from ._model import compacted, fit_discriminant, one_blas_thread
 from .bounds import FeatureMoments, GeneralisationBound, _check_delta, _check_radius, _check_variant, fisher_discriminant_bound
@@ -42,11 +42,6 @@ from ._validation import (
 
 DTYPES = ("float64", "float32")
 MULTICLASS = ("shared", "ovr")
-SOLVERS = ("auto", "dense", "factored")
-#: ``factor_rank``'s default: the rank of the Nyström factor of a factored fit.
-DEFAULT_FACTOR_RANK = 1000
-#: ``solver="auto"`` is dense up to this many samples (docs/scale.md).
-AUTO_DENSE_MAX_SAMPLES = 20_000
 
 #: ``k=None``: bases per class with one shared basis (so 50 for two classes), and per
 #: problem one-vs-rest.
@@ -478,28 +473,19 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
 
     def _resolved_solver(self, m, k, selections, dtype, threads):
         """``solver`` resolved for a fit of ``m`` samples: ``auto`` is ``dense`` up to
-        ``AUTO_DENSE_MAX_SAMPLES`` when the dense fit fits in memory, ``factored`` beyond;
+        ``_factor.AUTO_DENSE_MAX_SAMPLES`` when the dense fit fits in memory, ``factored`` beyond;
         precomputed and callable kernels are dense."""
-        named = core_kernel(self.kernel, self.degree) is not None
-        if self.solver == "factored":
-            if not named:
-                raise ValueError(
-                    f"solver: 'factored' needs a kernel the core computes (rbf, linear or poly), got kernel={self._kernel_name()!r}"
-                )
-            return "factored"
-        if self.solver == "dense" or not named:
-            return "dense"
-        if m > AUTO_DENSE_MAX_SAMPLES:
-            return "factored"
-        dense_bytes = m * m * np.dtype(dtype).itemsize + fit_working_bytes(m, k, selections, dtype)
-        return "dense" if dense_bytes <= available_memory() else "factored"
+        def dense_fits():
+            dense_bytes = m * m * np.dtype(dtype).itemsize + fit_working_bytes(m, k, selections, dtype)
+            return dense_bytes <= available_memory()
+
+        return resolved_solver(self.solver, core_kernel(self.kernel, self.degree), self._kernel_name(), m, dense_fits)
 
     def _select_factored(self, X, problems, k, rng, threads, by_class, selections):
         """The bases of each problem on the factor of the kernel of the training rows ``X``
         (in the engine's dtype), once it is known to fit in memory."""
         m = len(X)
-        linear = core_kernel(self.kernel, self.degree) == "linear"
-        p = X.shape[1] if linear else min(int(self.factor_rank), m)
+        p = factor_width(core_kernel(self.kernel, self.degree), X.shape[1], m, self.factor_rank)
         check_factored_fit_fits(m, p, k, selections, X.dtype, threads)
         params = self._kernel_params()
         factor = training_factor(X, X.dtype, p, self.factor_pool, params, rng, threads)
