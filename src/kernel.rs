@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// ndarray's for any other [`Real`]. Only the Gram matrix takes it: faer sends one row to
 /// another kernel than a block, so the cross kernels and expansions, whose rows must not
 /// depend on the batch they come in, keep ndarray's.
-fn gemm<F: Real>(mut dst: ArrayViewMut2<F>, lhs: ArrayView2<F>, rhs: ArrayView2<F>) {
+pub(crate) fn gemm<F: Real>(mut dst: ArrayViewMut2<F>, lhs: ArrayView2<F>, rhs: ArrayView2<F>) {
     /// Runs the product as `T` when `F` is `T`; says whether it did.
     fn as_type<F: 'static, T: ComplexField + 'static>(
         dst: &mut ArrayViewMut2<F>,

@@ -2,7 +2,6 @@
 
 use crate::error::{Error, Result};
 use crate::real::Real;
-use ndarray::ArrayView2;
 use std::str::FromStr;
 
 /// How the next basis is scored (`c_i` is column `i` of the deflated kernel).
@@ -251,13 +250,14 @@ impl ValidParams {
 }
 
 impl GreedyParams {
-    /// These parameters for a selection over `kernel` with class codes `classes`, checked.
+    /// These parameters for a selection over a kernel of shape `dim` with class codes
+    /// `classes`, checked.
     pub(crate) fn check<F: Real>(
         &self,
-        kernel: &ArrayView2<F>,
+        dim: (usize, usize),
         classes: &[u32],
     ) -> Result<ValidParams> {
-        validate(kernel, classes, self)?;
+        validate(dim, classes, self)?;
         Ok(ValidParams {
             k: self.k,
             criterion: self.criterion,
@@ -301,8 +301,7 @@ pub(crate) fn validate_classes(classes: &[u32]) -> Result<()> {
     Ok(())
 }
 
-fn validate<F: Real>(kernel: &ArrayView2<F>, classes: &[u32], params: &GreedyParams) -> Result<()> {
-    let (rows, cols) = kernel.dim();
+fn validate((rows, cols): (usize, usize), classes: &[u32], params: &GreedyParams) -> Result<()> {
     if rows != cols {
         return Err(Error::invalid(
             "K",

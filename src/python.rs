@@ -8,6 +8,7 @@ use crate::checks;
 use crate::error::Error;
 use crate::kernel::{self, Kernel};
 use crate::link::Link;
+use crate::operator::KernelOperator;
 use crate::parsimonious;
 use crate::pursuit::{self, Method, PursuitParams};
 use crate::real::Real;
@@ -353,16 +354,22 @@ enum Problems<'a> {
 fn select_typed<'py, F: Real + numpy::Element>(
     py: Python<'py>,
     kernel: PyReadonlyArray2<'py, F>,
+    factored: bool,
     problems: &Problems<'_>,
 ) -> PyResult<Vec<SelectionTuple<'py>>> {
     let view = kernel.as_array();
+    let operator = if factored {
+        KernelOperator::factored_of(&view, "factor")?
+    } else {
+        KernelOperator::dense_of(&view, "K")?
+    };
     // Always watched: a selection's length depends on more than the kernel's size (k,
     // stages, deflation), and a thread spawn is little beside even a small one.
     let selections = interruptible(py, |stop| match problems {
-        Problems::Classes(classes, params) => Ok(vec![selection::select_classes_with_stop(
-            view, classes, params, stop,
+        Problems::Classes(classes, params) => Ok(vec![selection::select_classes_on(
+            operator, classes, params, stop,
         )?]),
-        Problems::TwoClass(problems) => selection::select_many_with_stop(view, problems, stop),
+        Problems::TwoClass(problems) => selection::select_many_on(operator, problems, stop),
     })?;
     Ok(selections
         .into_iter()
@@ -370,21 +377,45 @@ fn select_typed<'py, F: Real + numpy::Element>(
         .collect())
 }
 
-/// The selections of `problems` over `kernel`, float64 or float32.
+/// The selections of `problems` over `kernel` or, given instead, over the kernel `ΦΦ'` of
+/// `factor`; float64 or float32.
 fn select_any<'py>(
     py: Python<'py>,
-    kernel: &Bound<'py, PyAny>,
+    kernel: Option<&Bound<'py, PyAny>>,
+    factor: Option<&Bound<'py, PyAny>>,
     problems: &Problems<'_>,
 ) -> PyResult<Vec<SelectionTuple<'py>>> {
-    if let Ok(k64) = kernel.extract::<PyReadonlyArray2<f64>>() {
-        return select_typed(py, k64, problems);
+    let (array, factored) = kernel_or_factor(kernel, factor)?;
+    if let Ok(k64) = array.extract::<PyReadonlyArray2<f64>>() {
+        return select_typed(py, k64, factored, problems);
     }
-    if let Ok(k32) = kernel.extract::<PyReadonlyArray2<f32>>() {
-        return select_typed(py, k32, problems);
+    if let Ok(k32) = array.extract::<PyReadonlyArray2<f32>>() {
+        return select_typed(py, k32, factored, problems);
     }
-    Err(PyTypeError::new_err(
-        "K: must be a 2-D float32 or float64 NumPy array",
-    ))
+    let argument = if factored { "factor" } else { "K" };
+    Err(PyTypeError::new_err(format!(
+        "{argument}: must be a 2-D float32 or float64 NumPy array"
+    )))
+}
+
+/// The one of `kernel` and `factor` given, and whether it is the factor.
+fn kernel_or_factor<'a, 'py>(
+    kernel: Option<&'a Bound<'py, PyAny>>,
+    factor: Option<&'a Bound<'py, PyAny>>,
+) -> PyResult<(&'a Bound<'py, PyAny>, bool)> {
+    match (
+        kernel.filter(|k| !k.is_none()),
+        factor.filter(|f| !f.is_none()),
+    ) {
+        (Some(kernel), None) => Ok((kernel, false)),
+        (None, Some(factor)) => Ok((factor, true)),
+        (Some(_), Some(_)) => Err(PyValueError::new_err(
+            "factor: give either the kernel or its factor, not both (pass None as the kernel)",
+        )),
+        (None, None) => Err(PyValueError::new_err(
+            "K: a kernel matrix or a factor (factor=) is required",
+        )),
+    }
 }
 
 /// A priority order from NumPy's int64 indices (`argument` names them in errors).
@@ -436,13 +467,14 @@ fn params_of(
 /// are the boolean problem with code 1 for True and 0 for False (the same picks). Returns
 /// `(indices, stopped_early, kernel_passes)`. When the classes of `y` come in long runs (as
 /// `GreedyKFDA.fit` orders them), each pass splits the kernel's rows by class and does
-/// half the multiply-adds.
+/// half the multiply-adds. With `factor` (an `m×p` C-contiguous array `Φ`, and `kernel`
+/// None) the kernel is `ΦΦ'`, never formed: each product costs O(mp).
 #[pyfunction]
-#[pyo3(signature = (kernel, y, k, *, criterion="optimal", deflation="schur", stages=1, random_order=None, seed=0, tol=None, n_threads=1))]
+#[pyo3(signature = (kernel, y, k, *, criterion="optimal", deflation="schur", stages=1, random_order=None, seed=0, tol=None, n_threads=1, factor=None))]
 #[allow(clippy::too_many_arguments)]
 fn greedy_select<'py>(
     py: Python<'py>,
-    kernel: &Bound<'py, PyAny>,
+    kernel: Option<&Bound<'py, PyAny>>,
     y: &Bound<'py, PyAny>,
     k: i64,
     criterion: &str,
@@ -452,6 +484,7 @@ fn greedy_select<'py>(
     seed: u64,
     tol: Option<f64>,
     n_threads: i64,
+    factor: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<SelectionTuple<'py>> {
     let classes = class_codes(y)?;
     let random_order = random_order
@@ -467,7 +500,8 @@ fn greedy_select<'py>(
         tol,
         n_threads,
     )?;
-    let mut selections = select_any(py, kernel, &Problems::Classes(&classes, params))?;
+    let problems = Problems::Classes(&classes, params);
+    let mut selections = select_any(py, kernel, factor, &problems)?;
     Ok(selections.remove(0))
 }
 
@@ -506,13 +540,14 @@ fn class_codes(y: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
 /// selections run side by side and share each pass over the kernel. `random_order[c]` is
 /// problem `c`'s priority order.
 ///
-/// Returns one `(indices, stopped_early, kernel_passes)` per problem.
+/// Returns one `(indices, stopped_early, kernel_passes)` per problem. `factor` as in
+/// `greedy_select`.
 #[pyfunction]
-#[pyo3(signature = (kernel, y, k, *, criterion="optimal", deflation="schur", stages=1, random_order=None, seed=0, tol=None, n_threads=1))]
+#[pyo3(signature = (kernel, y, k, *, criterion="optimal", deflation="schur", stages=1, random_order=None, seed=0, tol=None, n_threads=1, factor=None))]
 #[allow(clippy::too_many_arguments)]
 fn greedy_select_many<'py>(
     py: Python<'py>,
-    kernel: &Bound<'py, PyAny>,
+    kernel: Option<&Bound<'py, PyAny>>,
     y: &Bound<'py, PyAny>,
     k: i64,
     criterion: &str,
@@ -522,6 +557,7 @@ fn greedy_select_many<'py>(
     seed: u64,
     tol: Option<f64>,
     n_threads: i64,
+    factor: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Vec<SelectionTuple<'py>>> {
     let y: PyReadonlyArray2<'py, bool> = y
         .extract()
@@ -556,7 +592,7 @@ fn greedy_select_many<'py>(
         let params = params_of(k, criterion, deflation, stages, order, seed, tol, n_threads)?;
         problems.push((positive.as_slice(), params));
     }
-    select_any(py, kernel, &Problems::TwoClass(&problems))
+    select_any(py, kernel, factor, &Problems::TwoClass(&problems))
 }
 
 /// What [`pursuit_select`] returns: `(indices, scores, stopped_early, kernel_passes)`.
@@ -572,6 +608,8 @@ struct PursuitInputs<'a, 'py> {
     method: &'a str,
     target: Option<&'a Bound<'py, PyAny>>,
     second: Option<&'a Bound<'py, PyAny>>,
+    /// Whether the kernels are given as factors (`factor`, `second_factor`).
+    factored: bool,
     classes: Option<&'a [u32]>,
     criterion: &'a str,
     seed: u64,
@@ -615,13 +653,23 @@ fn pursue_typed<'py, F: Real + numpy::Element>(
             target: target_slice.ok_or_else(|| missing("target"))?,
         },
         "pca" => Method::Components,
-        "correlation" => Method::Correlation {
-            second: second
-                .as_ref()
-                .ok_or_else(|| missing("second_kernel"))?
-                .as_array(),
-            signed: inputs.signed,
-        },
+        "correlation" => {
+            let name = if inputs.factored {
+                "second_factor"
+            } else {
+                "second_kernel"
+            };
+            let second = second.as_ref().ok_or_else(|| missing(name))?.as_array();
+            let second = if inputs.factored {
+                KernelOperator::factored_of(&second, name)?
+            } else {
+                KernelOperator::dense_of(&second, name)?
+            };
+            Method::Correlation {
+                second,
+                signed: inputs.signed,
+            }
+        }
         "fisher" => Method::Fisher {
             classes: inputs.classes.ok_or_else(|| missing("classes"))?,
             criterion: inputs.criterion.parse()?,
@@ -635,8 +683,13 @@ fn pursue_typed<'py, F: Real + numpy::Element>(
         }
     };
     let view = kernel.as_array();
+    let operator = if inputs.factored {
+        KernelOperator::factored_of(&view, "factor")?
+    } else {
+        KernelOperator::dense_of(&view, "K")?
+    };
     let outcome = interruptible(py, |stop| {
-        pursuit::pursue_with_stop(view, &method, params, stop)
+        pursuit::pursue_on(operator, &method, params, stop)
     })?;
     let indices: Vec<i64> = outcome.indices.iter().map(|&i| i as i64).collect();
     Ok((
@@ -655,14 +708,16 @@ fn pursue_typed<'py, F: Real + numpy::Element>(
 /// `criterion` of the integer class codes `classes`, projection deflation; `random` draws
 /// its order from `seed` as `greedy_select` does). A column counts as explained when its guarded statistic falls to `tol` times
 /// its value in the kernel. Returns `(indices, scores, stopped_early, kernel_passes)`,
-/// `scores[s]` the score of pick `s` when it was made.
+/// `scores[s]` the score of pick `s` when it was made. With `factor` (and `kernel` None)
+/// the kernel is `ΦΦ'` of the `m×p` factor, never formed (and `second_factor` the second
+/// view's).
 #[pyfunction]
-#[pyo3(signature = (method, kernel, k, *, target=None, second_kernel=None, classes=None, criterion="optimal", seed=0, signed=true, tol=None, n_threads=1))]
+#[pyo3(signature = (method, kernel, k, *, target=None, second_kernel=None, classes=None, criterion="optimal", seed=0, signed=true, tol=None, n_threads=1, factor=None, second_factor=None))]
 #[allow(clippy::too_many_arguments)]
 fn pursuit_select<'py>(
     py: Python<'py>,
     method: &str,
-    kernel: &Bound<'py, PyAny>,
+    kernel: Option<&Bound<'py, PyAny>>,
     k: i64,
     target: Option<&Bound<'py, PyAny>>,
     second_kernel: Option<&Bound<'py, PyAny>>,
@@ -672,7 +727,10 @@ fn pursuit_select<'py>(
     signed: bool,
     tol: Option<f64>,
     n_threads: i64,
+    factor: Option<&Bound<'py, PyAny>>,
+    second_factor: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<PursuitTuple<'py>> {
+    let (kernel, factored) = kernel_or_factor(kernel, factor)?;
     let count = |value: i64| usize::try_from(value).unwrap_or(0);
     let params = PursuitParams {
         k: count(k),
@@ -683,7 +741,12 @@ fn pursuit_select<'py>(
     let inputs = PursuitInputs {
         method,
         target,
-        second: second_kernel,
+        second: if factored {
+            second_factor
+        } else {
+            second_kernel
+        },
+        factored,
         classes: classes.as_deref(),
         criterion,
         seed,
@@ -695,8 +758,58 @@ fn pursuit_select<'py>(
     if let Ok(k32) = kernel.extract::<PyReadonlyArray2<f32>>() {
         return pursue_typed(py, k32, &inputs, &params);
     }
+    let argument = if factored { "factor" } else { "K" };
+    Err(PyTypeError::new_err(format!(
+        "{argument}: must be a 2-D float32 or float64 NumPy array"
+    )))
+}
+
+fn nystroem_typed<'py, F: Real + numpy::Element>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, F>,
+    pool: &[usize],
+    kernel: Kernel,
+    n_threads: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    let view = x.as_array();
+    let factor = interruptible(py, |stop| {
+        crate::factor::nystroem_with_stop(view, pool, &kernel, n_threads, stop)
+    })?;
+    Ok(factor.into_pyarray(py).into_any())
+}
+
+/// The Nyström factor `Φ = K[:, pool] W`, `W W' = K[pool, pool]⁺` (eigenvalues below
+/// 1e-12 of the largest, 1e-6 in float32, dropped), of the named kernel over the rows of
+/// `x` (float64 or float32; `Φ` in its dtype, `m × p'` with `p' ≤ len(pool)`), built in
+/// blocks of rows with the GIL released, never `m×m`. `ΦΦ'` is the kernel's Nyström
+/// approximation on the pool, exact on the pool's rows.
+#[pyfunction]
+#[pyo3(signature = (x, pool, kernel, *, gamma=1.0, degree=3, coef0=1.0, n_threads=1))]
+#[allow(clippy::too_many_arguments)]
+fn nystroem_factor<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    pool: PyReadonlyArray1<'py, i64>,
+    kernel: &str,
+    gamma: f64,
+    degree: u32,
+    coef0: f64,
+    n_threads: i64,
+) -> PyResult<Bound<'py, PyAny>> {
+    let kernel = parse_kernel(kernel, gamma, degree, coef0)?;
+    let pool = order_of(pool.as_array().iter(), "pool")?;
+    let n_threads = usize::try_from(n_threads).unwrap_or(0);
+    if n_threads == 0 {
+        return Err(PyValueError::new_err("n_jobs: must be at least 1 thread"));
+    }
+    if let Ok(x64) = x.extract::<PyReadonlyArray2<f64>>() {
+        return nystroem_typed(py, x64, &pool, kernel, n_threads);
+    }
+    if let Ok(x32) = x.extract::<PyReadonlyArray2<f32>>() {
+        return nystroem_typed(py, x32, &pool, kernel, n_threads);
+    }
     Err(PyTypeError::new_err(
-        "K: must be a 2-D float32 or float64 NumPy array",
+        "X: must be a 2-D float32 or float64 NumPy array",
     ))
 }
 
@@ -789,6 +902,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(calibrate, module)?)?;
     module.add_function(wrap_pyfunction!(parsimonious_fit, module)?)?;
     module.add_function(wrap_pyfunction!(pursuit_select, module)?)?;
+    module.add_function(wrap_pyfunction!(nystroem_factor, module)?)?;
     module.add(
         "PURSUIT_METHODS",
         pyo3::types::PyTuple::new(module.py(), pursuit::METHODS)?,

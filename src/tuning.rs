@@ -95,3 +95,11 @@ pub(crate) const KERNEL_BLOCK_ROWS: usize = 64;
 /// the blocked GEMM: below it, packing the bases for the GEMM costs more than the products
 /// (one row at k = 50, d = 20: ~1.0 µs through the GEMM; see `examples/serving_latency`).
 pub(crate) const DIRECT_EXPANSION_ROWS: usize = 4;
+
+// --- Factored kernels (src/operator.rs) ---
+
+/// Rows per block of a factored product (`operator.rs`): the blocks, fixed by `m`, are the
+/// units of work and the order of the partial sums of `Φ'X`, so no result depends on the
+/// thread count; a block's `Φ` rows (1,024 × p) stream once while its partial sums stay in
+/// cache (no measurement recorded).
+pub(crate) const FACTOR_BLOCK_ROWS: usize = 1024;

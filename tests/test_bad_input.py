@@ -297,8 +297,13 @@ def test_kernel_too_large_for_memory(dtype):
     y = np.arange(len(X)) % 2
     start = time.perf_counter()
     with pytest.raises(MemoryError, match=r"^X: .*needs [\d.]+ GiB.*available"):
-        GreedyKFDA(k=5, dtype=dtype).fit(X, y)
+        GreedyKFDA(k=5, dtype=dtype, solver="dense").fit(X, y)
     assert time.perf_counter() - start < 10.0  # refused up front, nothing was computed
+    # solver="auto" takes the factored solver instead; a factor too large is refused too.
+    start = time.perf_counter()
+    with pytest.raises(MemoryError, match=r"^factor_rank: .*needs [\d.]+ GiB.*available"):
+        GreedyKFDA(k=5, dtype=dtype, factor_rank=2_000_000).fit(X, y)
+    assert time.perf_counter() - start < 10.0
 
 
 def test_precomputed_violation_in_a_late_block():
@@ -686,7 +691,7 @@ def test_a_fit_beyond_the_address_space_limit_is_refused_not_aborted():
         "resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))\n"
         "from gkfda import GreedyKFDA\n"
         "X = np.random.default_rng(0).normal(size=(16000, 3)); y = (X[:, 0] > 0).astype(int)\n"
-        "run = lambda: GreedyKFDA(k=6000, gamma=5.0, deflation='projection', stages=50).fit(X, y)"
+        "run = lambda: GreedyKFDA(k=6000, gamma=5.0, deflation='projection', stages=50, solver='dense').fit(X, y)"
     )
     assert printed.startswith("refused: X: a fit of 16000 samples with k=6000 needs"), printed
 

@@ -31,9 +31,27 @@ def kernel_matrix(
     Raises ValueError for bad parameters, MemoryError when the result cannot be allocated.
     """
 
+def nystroem_factor(
+    x: npt.NDArray[np.floating],
+    pool: npt.NDArray[np.int64],
+    kernel: str,
+    *,
+    gamma: float = 1.0,
+    degree: int = 3,
+    coef0: float = 1.0,
+    n_threads: int = 1,
+) -> npt.NDArray[np.floating]:
+    """The Nyström factor ``Φ = K[:, pool] W``, ``WW' = K[pool, pool]⁺`` (eigenvalues
+    below 1e-12 of the largest, 1e-6 in float32, dropped), of the named kernel over the rows
+    of ``x`` (float32 or float64; ``Φ`` in that dtype, ``m × p'`` with ``p' <= len(pool)``),
+    made in blocks of rows with the GIL released, never ``m×m``; Ctrl-C stops it.
+    Raises ValueError naming ``pool`` (an index out of range) or ``factor_rank`` (an empty
+    pool), MemoryError when ``Φ`` cannot be allocated.
+    """
+
 def pursuit_select(
     method: str,
-    kernel: npt.NDArray[np.floating],
+    kernel: Optional[npt.NDArray[np.floating]],
     k: int,
     *,
     target: Optional[npt.NDArray[np.floating]] = None,
@@ -44,8 +62,12 @@ def pursuit_select(
     signed: bool = True,
     tol: Optional[float] = None,
     n_threads: int = 1,
+    factor: Optional[npt.NDArray[np.floating]] = None,
+    second_factor: Optional[npt.NDArray[np.floating]] = None,
 ) -> Tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], bool, int]:
-    """A greedy pursuit over a symmetric kernel, borrowed without a copy.
+    """A greedy pursuit over a symmetric kernel, borrowed without a copy; or, with
+    ``kernel=None`` and ``factor`` an ``m×p`` C-contiguous array ``Φ``, over ``ΦΦ'``, never
+    formed (O(mp) a product; ``second_factor`` the second view's factor).
 
     ``method`` is ``"matching"`` (kernel matching pursuit of ``target``, of the
     kernel's dtype; projection deflation), ``"pca"`` (sparse kernel PCA; pivoted-Cholesky
@@ -59,7 +81,7 @@ def pursuit_select(
     """
 
 def greedy_select(
-    kernel: npt.NDArray[np.floating],
+    kernel: Optional[npt.NDArray[np.floating]],
     y: npt.NDArray[Union[np.bool_, np.int64, np.int32]],
     k: int,
     *,
@@ -70,8 +92,13 @@ def greedy_select(
     seed: int = 0,
     tol: Optional[float] = None,
     n_threads: int = 1,
+    factor: Optional[npt.NDArray[np.floating]] = None,
 ) -> Tuple[npt.NDArray[np.int64], bool, int]:
-    """Greedy basis selection over a symmetric kernel, borrowed without a copy.
+    """Greedy basis selection over a symmetric kernel, borrowed without a copy; or, with
+    ``kernel=None`` and ``factor`` an ``m×p`` C-contiguous float32 or float64 array ``Φ``,
+    over ``ΦΦ'``, never formed: every criterion, deflation and stage count at O(mp) a
+    product, picking as on the explicit ``ΦΦ'`` but for the roundings of its other sums.
+    Errors name ``factor``; giving both the kernel and ``factor`` is a ValueError.
 
     ``y`` is either a 1-D boolean array, True for the positive class, or a 1-D integer
     array (int64 or int32) of class codes ``0..C-1``, every class present, ``C >= 2``: the
@@ -86,7 +113,7 @@ def greedy_select(
     """
 
 def greedy_select_many(
-    kernel: npt.NDArray[np.floating],
+    kernel: Optional[npt.NDArray[np.floating]],
     y: npt.NDArray[np.bool_],
     k: int,
     *,
@@ -97,9 +124,11 @@ def greedy_select_many(
     seed: int = 0,
     tol: Optional[float] = None,
     n_threads: int = 1,
+    factor: Optional[npt.NDArray[np.floating]] = None,
 ) -> List[Tuple[npt.NDArray[np.int64], bool, int]]:
     """``greedy_select`` for the problems ``y[c]`` (rows of a 2-D boolean array)
-    over one kernel, e.g. the one-vs-rest problems of a multiclass fit.
+    over one kernel (or ``factor``, as ``greedy_select``), e.g. the one-vs-rest problems of
+    a multiclass fit.
 
     Over a kernel of 12 MiB or more, the selections whose picks read ``K`` one at a time
     (the schur family at any ``stages``, the others at ``stages=1``) run side by side, up to

@@ -82,7 +82,8 @@ _KINDS = {"i": "int", "u": "int", "f": "float", "b": "bool", "U": "str", "O": "s
 # Deeper JSON than any state gkfda writes: a bound on the decoder's recursion.
 _LARGEST_DEPTH = 16
 # What scikit-learn's set_output leaves on a transformer; prediction (transform) reads it.
-_OPTIONAL = ("feature_names_in_", "_sklearn_output_config")
+# Kept where the estimator has them; absent from files written before they existed.
+_OPTIONAL = ("feature_names_in_", "_sklearn_output_config", "solver_")
 
 
 class _Invalid(Exception):
@@ -669,7 +670,8 @@ def _load(data):
         best = _build(_SPECS["GreedyKFDA"], best_params, nested["state"], decoder, predictor, lean,
                       "state.best_estimator_.state")
         params = _checked_params(GreedyKFDACV, meta["params"], "params")
-        for name in ("kernel", "degree", "coef0", "dtype", "multiclass", "criterion", "deflation", "stages"):
+        for name in ("kernel", "degree", "coef0", "dtype", "multiclass", "criterion", "deflation", "stages", "solver",
+                     "factor_rank", "factor_pool"):
             if params[name] != best_params[name]:
                 raise _Invalid(f"params: {name} is {params[name]!r} but the refitted model's is {best_params[name]!r}")
         decoded = decoder.decode_state(state, "state")
@@ -677,6 +679,9 @@ def _load(data):
         estimator = spec.build(params, decoded, tensors, predictor, lean)
         estimator.best_estimator_ = best
         _check_optional(estimator)
+        if "solver_" in estimator.__dict__ and estimator.solver_ != best.__dict__.get("solver_"):
+            raise _Invalid(f"state.solver_: is {estimator.solver_!r} but the refitted model's is "
+                           f"{best.__dict__.get('solver_')!r}")
         if not lean:
             _check_search_state(estimator)
     else:
@@ -1021,6 +1026,9 @@ def _check_optional(estimator):
         isinstance(config, dict) and all(isinstance(value, str) for value in config.values())
     ):
         raise _Invalid("state._sklearn_output_config: must map strings to strings")
+    solver = estimator.__dict__.get("solver_")
+    if solver is not None and solver not in ("dense", "factored"):
+        raise _Invalid(f"state.solver_: must be 'dense' or 'factored', got {solver!r}")
 
 
 # -- decoding the state ---------------------------------------------------------------

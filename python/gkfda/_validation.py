@@ -151,6 +151,25 @@ def check_fit_fits(m: int, k: int, selections: int, dtype, kernel_bytes: int, ar
         )
 
 
+def check_factored_fit_fits(m: int, p: int, k: int, selections: int, dtype, threads: int) -> None:
+    """Refuse, before allocating, a factored fit that cannot hold its factor (``m × p``) with
+    the working memory of its selections and model, naming ``factor_rank``."""
+    from ._factor import factor_bytes
+
+    dtype = np.dtype(dtype)
+    factor = factor_bytes(m, p, dtype.itemsize, threads)
+    working = fit_working_bytes(m, k, selections, dtype)
+    available = available_memory()
+    if factor + working > available:
+        raise MemoryError(
+            f"factor_rank: a factored fit of {m} samples with factor_rank={p} and k={k} needs "
+            f"{(factor + working) / 2**30:.2f} GiB (the {m}×{p} {dtype.name} factor {factor / 2**30:.2f} GiB, "
+            f"the selection and the model {working / 2**30:.2f} GiB) but only {available / 2**30:.2f} GiB "
+            "is available; use a smaller factor_rank or fewer samples"
+            + (" or dtype='float32'" if dtype == np.float64 else "")
+        )
+
+
 def check_precomputed_kernel(K: np.ndarray, argument: str = "X", n_threads: int = 1) -> None:
     """Square, finite, symmetric, and the O(m²) necessary conditions of PSD, in one pass of
     the core over ``K`` (``_core.kernel_checks``) on ``n_threads`` threads."""

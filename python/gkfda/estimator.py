@@ -31,10 +31,13 @@ from ._kernels import (
     resolve_gamma,
     validate_input,
 )
+from ._factor import DEFAULT_FACTOR_RANK, POOLS, SOLVERS, factor_width, resolved_solver, training_factor
+from ._factor import diagonal as factor_diagonal
 from ._model import compacted, fit_discriminant, one_blas_thread
 from .bounds import FeatureMoments, GeneralisationBound, _check_delta, _check_radius, _check_variant, fisher_discriminant_bound
 from ._validation import (
-    check_fit_fits, check_full_state, check_precomputed_kernel, checked_priors, encoded_classes, thread_count,
+    available_memory, check_factored_fit_fits, check_fit_fits, check_full_state, check_precomputed_kernel,
+    checked_priors, encoded_classes, fit_working_bytes, thread_count,
 )
 
 DTYPES = ("float64", "float32")
@@ -124,7 +127,24 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         a count above the available cores uses them all, no more. Results do not depend
         on it.
     random_state : int, RandomState instance or None, default=None
-        Seed of the ``random`` criterion.
+        Seed of the ``random`` criterion, and of the factor's pool (``solver="factored"``).
+    solver : {"auto", "dense", "factored"}, default="auto"
+        How the selection reads the kernel. ``dense`` builds the ``m×m`` training kernel
+        (O(m²) memory, O(m²) a pick). ``factored`` holds it as a factor ``K ≈ ΦΦ'``
+        (``Φ`` of ``m × factor_rank``; ``kernel="linear"``: ``Φ = X``, exact): O(mp) memory
+        and O(mp) a pick, the bases still chosen among all ``m`` points by the same criteria
+        and deflations, the model fitted on the exact kernel columns of the chosen bases.
+        ``auto`` is ``dense`` up to 20,000 samples when the dense kernel fits in memory,
+        ``factored`` beyond (docs/scale.md). Named kernels only: a precomputed or callable
+        kernel is always dense.
+    factor_rank : int, default=1000
+        ``p``, the rank of the Nyström factor of ``rbf`` and ``poly`` kernels (at most
+        ``n_samples``): the number of pool points whose kernel columns span ``Φ``.
+    factor_pool : {"rpcholesky", "greedy", "uniform"}, default="rpcholesky"
+        How the factor's pool is chosen, on a uniform subsample of ``8 · factor_rank``
+        points (at least 10,000): randomly pivoted Cholesky (pivots drawn in proportion to
+        the residual diagonal), greedy pivoted Cholesky (the largest residual diagonal), or
+        uniformly.
 
     Attributes
     ----------
@@ -149,6 +169,8 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         ``R`` with ``R'R = K[support_, support_]⁺``; ``transform(X) = K(X, SV) R'``.
     stopped_early_ : bool
         True when some selection ran out of admissible candidates before ``k``.
+    solver_ : {"dense", "factored"}
+        The solver the fit used.
     n_features_in_ : int
 
     Examples
@@ -190,6 +212,9 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         # Any non-zero integer: negative counts back from the number of cores (joblib's way).
         "n_jobs": [_Number(Integral, -_LARGEST_THREADS, -1, closed="both"), _count(1, _LARGEST_THREADS), None],
         "random_state": ["random_state"],
+        "solver": [StrOptions(set(SOLVERS))],
+        "factor_rank": [_count()],
+        "factor_pool": [StrOptions(set(POOLS))],
     }
 
     def __init__(
@@ -208,6 +233,9 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         dtype="float64",
         n_jobs=None,
         random_state=None,
+        solver="auto",
+        factor_rank=DEFAULT_FACTOR_RANK,
+        factor_pool="rpcholesky",
     ):
         self.k = k
         self.criterion = criterion
@@ -223,6 +251,9 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         self.dtype = dtype
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.solver = solver
+        self.factor_rank = factor_rank
+        self.factor_pool = factor_pool
 
     # What ``_set_public_attributes`` derives from the models and the bases' training rows:
     # left out of pickles (and copies), so that each array is stored once, and derived again
@@ -337,15 +368,35 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
             by_class = np.argsort(y_index, kind="stable")
             X_ordered = X[by_class]
         one_basis = n_classes == 2 or self.multiclass == "shared"
-        K = self._training_kernel(X_ordered, dtype, threads, k, 1 if one_basis else n_classes)
-        kernel_scale = float(np.mean(np.diagonal(K), dtype=np.float64))
+        n_selections = 1 if one_basis else n_classes
         codes = y_index[by_class]
         # One problem of C classes, or C problems of two (class c against the rest: code 1).
         problems = [codes] if one_basis else [(codes == c).astype(np.intp) for c in range(n_classes)]
-        selections = self._select(K, problems, k, rng, threads, by_class)
+        self.solver_ = self._resolved_solver(m, k, n_selections, dtype, threads)
+        if self.solver_ == "dense":
+            K = self._training_kernel(X_ordered, dtype, threads, k, n_selections)
+            diagonal = np.diagonal(K)
+            selections = self._select(K, problems, k, rng, threads, by_class)
+
+            def columns(support):
+                return K[:, support], K[np.ix_(support, support)]
+        else:
+            X_ordered = _convert(X_ordered, dtype, "X")
+            selections = self._select_factored(X_ordered, problems, k, rng, threads, by_class, n_selections)
+            diagonal = factor_diagonal(X_ordered, **self._kernel_params())
+            union = np.unique(np.concatenate([support for support, _, _ in selections]))
+            # The exact kernel columns of the chosen bases (m × |union|, never m×m).
+            cross = kernel_between(
+                X_ordered, np.ascontiguousarray(X_ordered[union]), self.kernel, self._kernel_params(), dtype, threads
+            )
+
+            def columns(support):
+                block = cross[:, np.searchsorted(union, support)]
+                return block, block[support]
+        kernel_scale = float(np.mean(diagonal, dtype=np.float64))
         self._models = [
             fit_discriminant(
-                K[:, support], K[np.ix_(support, support)], problem, *self._problem_classes(c),
+                *columns(support), problem, *self._problem_classes(c),
                 by_class[support], float(self.reg), kernel_scale, stopped_early, passes, n_threads=threads,
             )
             for c, (problem, (support, stopped_early, passes)) in enumerate(zip(problems, selections))
@@ -362,9 +413,9 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         self._feature_moments = None
         if n_classes == 2:
             (support, _, _), model = selections[0], self._models[0]
-            largest_norm = float(np.sqrt(max(np.max(np.diagonal(K)), 0.0)))
+            largest_norm = float(np.sqrt(max(np.max(diagonal), 0.0)))
             with one_blas_thread():  # O(m k²), and OpenBLAS's workers would spin afterwards
-                features = np.asarray(K[:, support], dtype=np.float64) @ model.projection.T
+                features = np.asarray(columns(support)[0], dtype=np.float64) @ model.projection.T
                 self._feature_moments = FeatureMoments.of(features, codes, support, largest_norm)
         self._fitted_k = k
         union = np.unique(np.concatenate([model.support for model in self._models]))
@@ -423,9 +474,30 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
             return m
         return k
 
-    def _select(self, K, problems, k, rng, threads, by_class):
-        """The bases of each problem on ``K`` (row ``i`` is training sample ``by_class[i]``):
-        ``(support, stopped_early, kernel_passes)`` per problem of class codes.
+    def _resolved_solver(self, m, k, selections, dtype, threads):
+        """``solver`` resolved for a fit of ``m`` samples: ``auto`` is ``dense`` up to
+        ``_factor.AUTO_DENSE_MAX_SAMPLES`` when the dense fit fits in memory, ``factored`` beyond;
+        precomputed and callable kernels are dense."""
+        def dense_fits():
+            dense_bytes = m * m * np.dtype(dtype).itemsize + fit_working_bytes(m, k, selections, dtype)
+            return dense_bytes <= available_memory()
+
+        return resolved_solver(self.solver, core_kernel(self.kernel, self.degree), self._kernel_name(), m, dense_fits)
+
+    def _select_factored(self, X, problems, k, rng, threads, by_class, selections):
+        """The bases of each problem on the factor of the kernel of the training rows ``X``
+        (in the engine's dtype), once it is known to fit in memory."""
+        m = len(X)
+        p = factor_width(core_kernel(self.kernel, self.degree), X.shape[1], m, self.factor_rank)
+        check_factored_fit_fits(m, p, k, selections, X.dtype, threads)
+        params = self._kernel_params()
+        factor = training_factor(X, X.dtype, p, self.factor_pool, params, rng, threads)
+        return self._select(None, problems, k, rng, threads, by_class, factor=factor)
+
+    def _select(self, K, problems, k, rng, threads, by_class, factor=None):
+        """The bases of each problem on ``K``, or on the kernel ``ΦΦ'`` of ``factor`` (row
+        ``i`` is training sample ``by_class[i]``): ``(support, stopped_early, kernel_passes)``
+        per problem of class codes.
 
         The one-vs-rest problems of a multiclass fit go to the core together, which runs
         those whose passes are bound by memory side by side, sharing each pass over ``K``.
@@ -435,12 +507,14 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
             # A random priority over training samples, whatever the kernel's row order.
             position = np.empty_like(by_class)
             position[by_class] = np.arange(len(by_class))
-            orders = np.stack([position[rng.permutation(K.shape[0])] for _ in problems]).astype(np.int64)
+            m = len(by_class)
+            orders = np.stack([position[rng.permutation(m)] for _ in problems]).astype(np.int64)
         options = dict(
             criterion=self.criterion,
             deflation=self.deflation,
             stages=int(self.stages),
             n_threads=threads,
+            factor=factor,
         )
         try:
             if len(problems) == 1:

@@ -23,6 +23,7 @@ from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
 from ._kernels import _default_gamma, uses_gamma, validate_input
+from ._factor import DEFAULT_FACTOR_RANK
 from ._validation import encoded_classes
 from .estimator import GreedyKFDA
 
@@ -95,6 +96,9 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
         shares them out between its workers).
     criterion, deflation, stages, kernel, degree, coef0, priors, multiclass, dtype, random_state
         Passed to every :class:`~gkfda.GreedyKFDA` fit; see there.
+    solver, factor_rank, factor_pool
+        Passed to every :class:`~gkfda.GreedyKFDA` fit, of the folds and the refit: each
+        resolves ``solver="auto"`` for its own number of samples (docs/scale.md).
 
     Attributes
     ----------
@@ -124,6 +128,8 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
     gammas_ : ndarray
         The ``gamma`` grid used (``[None]`` for kernels without one).
     n_splits_ : int
+    solver_ : {"dense", "factored"}
+        The solver of the refit, ``best_estimator_.solver_``.
     classes_ : ndarray of shape (n_classes,)
     n_features_in_ : int
     feature_names_in_ : ndarray of str
@@ -155,7 +161,7 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
         **{
             name: GreedyKFDA._parameter_constraints[name]
             for name in ("n_jobs", "criterion", "deflation", "stages", "kernel", "degree", "coef0",
-                         "priors", "multiclass", "dtype", "random_state")
+                         "priors", "multiclass", "dtype", "random_state", "solver", "factor_rank", "factor_pool")
         },
     }
 
@@ -177,6 +183,9 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
         multiclass="shared",
         dtype="float64",
         random_state=None,
+        solver="auto",
+        factor_rank=DEFAULT_FACTOR_RANK,
+        factor_pool="rpcholesky",
     ):
         self.gammas = gammas
         self.max_k = max_k
@@ -194,6 +203,9 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
         self.multiclass = multiclass
         self.dtype = dtype
         self.random_state = random_state
+        self.solver = solver
+        self.factor_rank = factor_rank
+        self.factor_pool = factor_pool
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -212,6 +224,9 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
             multiclass=self.multiclass,
             dtype=self.dtype,
             random_state=self.random_state,
+            solver=self.solver,
+            factor_rank=self.factor_rank,
+            factor_pool=self.factor_pool,
         )
 
     # -- the grid ---------------------------------------------------------------------
@@ -332,6 +347,7 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
         self.best_estimator_.fit(X, y)
         self.refit_time_ = time.perf_counter() - start
         self.classes_ = self.best_estimator_.classes_
+        self.solver_ = self.best_estimator_.solver_
         self.gammas_ = np.array(gammas, dtype=object if gammas == [None] else np.float64)
         self.max_k_ = max_k
         self.n_splits_ = len(splits)

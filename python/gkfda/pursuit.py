@@ -51,12 +51,17 @@ from ._kernels import (
     kernel_between,
     kernel_diagonal,
     kernel_parameters,
+    _convert,
     precomputed_columns,
     precomputed_training_kernel,
     resolve_gamma,
     validate_input,
 )
-from ._validation import check_fit_fits, check_full_state, encoded_classes, thread_count
+from ._factor import DEFAULT_FACTOR_RANK, POOLS, SOLVERS, factor_width, resolved_solver, training_factor
+from ._validation import (
+    available_memory, check_factored_fit_fits, check_fit_fits, check_full_state, encoded_classes, fit_working_bytes,
+    thread_count,
+)
 
 __all__ = [
     "KernelMatchingPursuit",
@@ -70,8 +75,9 @@ _DTYPES = ("float64", "float32")
 
 
 def _select(method, K, k, threads, **options):
-    """The engine's greedy selection: ``(indices, scores, stopped_early)``."""
-    if method != "pca":  # pivoted Cholesky squares no column
+    """The engine's greedy selection, on ``K`` or (``K`` None) on the kernel ``ΦΦ'`` of
+    ``options["factor"]``: ``(indices, scores, stopped_early)``."""
+    if method != "pca" and K is not None:  # pivoted Cholesky squares no column
         _check_squares(K)
         if "second_kernel" in options:
             _check_squares(options["second_kernel"], "y")
@@ -174,6 +180,13 @@ class _KernelPursuit(BaseEstimator):
         # Any non-zero integer: negative counts back from the number of cores (joblib's way).
         "n_jobs": [_Number(Integral, -_LARGEST_THREADS, -1, closed="both"), _count(1, _LARGEST_THREADS), None],
     }
+    # GreedyKFDA's: the same names, values and defaults.
+    _solver_constraints: dict = {
+        "solver": [StrOptions(set(SOLVERS))],
+        "factor_rank": [_count()],
+        "factor_pool": [StrOptions(set(POOLS))],
+        "random_state": ["random_state"],
+    }
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -225,6 +238,35 @@ class _KernelPursuit(BaseEstimator):
         check_fit_fits(m, k, kernels, dtype, kernels * m * m * itemsize, argument)
         return kernel_between(X, None, self.kernel, self._kernel_params(), dtype, self._threads(), argument,
                               rows=self._callable_rows)
+
+    def _core_kernel(self):
+        """The core's name of the kernel, None for one it does not compute (precomputed, callable)."""
+        if callable(self.kernel) or self._precomputed():
+            return None
+        return core_kernel(self.kernel, given_kernel_parameter(self, "degree"))
+
+    def _resolved_solver(self, m, k):
+        """``solver`` for a fit of ``m`` samples and ``k`` picks, by GreedyKFDA's rule."""
+        dtype = np.dtype(self._dtype())
+
+        def dense_fits():
+            return m * m * dtype.itemsize + fit_working_bytes(m, k, 1, dtype) <= available_memory()
+
+        return resolved_solver(self.solver, self._core_kernel(), self._kernel_name(), m, dense_fits)
+
+    def _training_factor(self, X, k):
+        """``Φ`` with ``ΦΦ'`` the training kernel of ``X``, as GreedyKFDA's
+        (``training_factor``, in the engine's dtype); first ``gamma``, and the check that
+        the factor and ``k`` picks fit in memory."""
+        dtype, threads = self._dtype(), self._threads()
+        self._gamma = self._resolve_gamma(X)
+        X = _convert(X, dtype, "X")
+        name = self._core_kernel()
+        m, p = len(X), factor_width(name, X.shape[1], len(X), self.factor_rank)
+        check_factored_fit_fits(m, p, k, 1, dtype, threads)
+        params = {"kernel": name, **self._kernel_params()}
+        rng = check_random_state(self.random_state)
+        return training_factor(X, dtype, p, self.factor_pool, params, rng, threads)
 
     def _points(self, X, indices):
         """The training points ``X[indices]`` a model keeps: none of a precomputed kernel,
@@ -312,6 +354,22 @@ class KernelMatchingPursuit(RegressorMixin, _KernelPursuit):
         Precision of the kernel matrix and of the selection; the least squares is float64.
     n_jobs : int or None, default=None
         Threads of the kernel and the selection (as ``GreedyKFDA``).
+    solver : {"auto", "dense", "factored"}, default="auto"
+        As :class:`GreedyKFDA`'s: ``dense`` selects on the ``m×m`` training kernel,
+        ``factored`` on a factor ``K ≈ ΦΦ'`` (``Φ`` of ``m × factor_rank``;
+        ``kernel="linear"``: ``Φ = X``, exact), O(mp) memory and O(mp) a pick; the model
+        is then fitted on the exact kernel columns of the chosen points (``m × k``, never
+        ``m×m``). ``auto`` is ``dense`` up to 20,000 samples when the dense kernel fits in
+        memory, ``factored`` beyond (docs/scale.md). ``rbf``, ``linear`` and ``poly``
+        (integral degree) only: other kernels, precomputed and callable ones, are always
+        dense, and ``factored`` with them is a ValueError.
+    factor_rank : int, default=1000
+        ``p``, the rank of the Nyström factor of ``rbf`` and ``poly`` kernels (at most
+        ``n_samples``).
+    factor_pool : {"rpcholesky", "greedy", "uniform"}, default="rpcholesky"
+        How the factor's pool of ``factor_rank`` points is chosen, as :class:`GreedyKFDA`'s.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the factor's pool (``solver="factored"`` with ``rbf`` or ``poly``).
 
     Attributes
     ----------
@@ -319,6 +377,8 @@ class KernelMatchingPursuit(RegressorMixin, _KernelPursuit):
         Training indices of the chosen columns, in selection order.
     support_vectors_ : ndarray of shape ``(k_, n_features)``
         The chosen training points (shape ``(k_, 0)`` for a precomputed kernel).
+    solver_ : {"dense", "factored"}
+        The solver the fit used.
     coef_ : ndarray of shape ``(k_,)``
     intercept_ : float
     k_ : int
@@ -351,10 +411,12 @@ class KernelMatchingPursuit(RegressorMixin, _KernelPursuit):
         "k": [_count()],
         "fit_intercept": ["boolean"],
         **_KernelPursuit._kernel_constraints,
+        **_KernelPursuit._solver_constraints,
     }
 
     def __init__(self, k=50, kernel="rbf", gamma=None, degree=None, coef0=None, fit_intercept=False,
-                 dtype="float64", n_jobs=None):
+                 dtype="float64", n_jobs=None, solver="auto", factor_rank=DEFAULT_FACTOR_RANK,
+                 factor_pool="rpcholesky", random_state=None):
         self.k = k
         self.kernel = kernel
         self.gamma = gamma
@@ -363,6 +425,10 @@ class KernelMatchingPursuit(RegressorMixin, _KernelPursuit):
         self.fit_intercept = fit_intercept
         self.dtype = dtype
         self.n_jobs = n_jobs
+        self.solver = solver
+        self.factor_rank = factor_rank
+        self.factor_pool = factor_pool
+        self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -384,13 +450,22 @@ class KernelMatchingPursuit(RegressorMixin, _KernelPursuit):
         X, y = validate_input(self, X, reset=True, y=y, y_numeric=True)
         m = X.shape[0]
         k = self._resolved_count("k", self.k, m)
-        K = self._training_kernel(X, k)
+        self.solver_ = self._resolved_solver(m, k)
         target = y - y.mean() if self.fit_intercept else y
-        indices, scores, stopped_early = _select(
-            "matching", K, k, self._threads(), target=np.ascontiguousarray(target, dtype=K.dtype)
-        )
+        if self.solver_ == "dense":
+            K = self._training_kernel(X, k)
+            indices, scores, stopped_early = _select(
+                "matching", K, k, self._threads(), target=np.ascontiguousarray(target, dtype=K.dtype)
+            )
+            columns = np.asarray(K[:, indices], dtype=np.float64)
+        else:
+            factor = self._training_factor(X, k)
+            indices, scores, stopped_early = _select(
+                "matching", None, k, self._threads(), target=np.ascontiguousarray(target, dtype=factor.dtype),
+                factor=factor,
+            )
+            columns = self._cross(X, indices, X[indices])  # exact, m × k
         self._warn_if_short(stopped_early, len(indices), k)
-        columns = np.asarray(K[:, indices], dtype=np.float64)
         if self.fit_intercept:
             means, mean_y = columns.mean(axis=0), y.mean()
             coef = np.linalg.lstsq(columns - means, y - mean_y, rcond=None)[0]
@@ -496,6 +571,9 @@ class SparseKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Kernel
         ``K(X_new, X_train)`` of shape ``(n, m)``; ``reconstruction_error`` then needs
         ``self_kernel``, and ``bound_path`` without ``radius`` estimates it from the
         training kernel, with a warning.
+    solver, factor_rank, factor_pool, random_state
+        As :class:`KernelMatchingPursuit`: with ``factored``, the Cholesky factor of the
+        chosen points' kernel and the rotation are computed from their exact kernel columns.
 
     Attributes
     ----------
@@ -503,6 +581,8 @@ class SparseKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Kernel
         Training indices of the chosen points, in selection order.
     support_vectors_ : ndarray of shape ``(n_components_, n_features)``
         The chosen training points (shape ``(n_components_, 0)`` for a precomputed kernel).
+    solver_ : {"dense", "factored"}
+        The solver the fit used.
     n_components_ : int
         Points used: fewer than ``n_components`` on an early stop (every other point
         numerically in the chosen subspace).
@@ -531,10 +611,15 @@ class SparseKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Kernel
     ((20,), True)
     """
 
-    _parameter_constraints: dict = {"n_components": [_count()], **_KernelPursuit._kernel_constraints}
+    _parameter_constraints: dict = {
+        "n_components": [_count()],
+        **_KernelPursuit._kernel_constraints,
+        **_KernelPursuit._solver_constraints,
+    }
 
     def __init__(self, n_components=50, kernel="rbf", gamma=None, degree=None, coef0=None, dtype="float64",
-                 n_jobs=None):
+                 n_jobs=None, solver="auto", factor_rank=DEFAULT_FACTOR_RANK, factor_pool="rpcholesky",
+                 random_state=None):
         self.n_components = n_components
         self.kernel = kernel
         self.gamma = gamma
@@ -542,6 +627,10 @@ class SparseKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Kernel
         self.coef0 = coef0
         self.dtype = dtype
         self.n_jobs = n_jobs
+        self.solver = solver
+        self.factor_rank = factor_rank
+        self.factor_pool = factor_pool
+        self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -555,13 +644,24 @@ class SparseKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Kernel
         X = validate_input(self, X, reset=True, ensure_min_samples=2)
         m = X.shape[0]
         k = self._resolved_count("n_components", self.n_components, m)
-        K = self._training_kernel(X, k)
-        indices, scores, stopped_early = _select("pca", K, k, self._threads())
+        self.solver_ = self._resolved_solver(m, k)
+        if self.solver_ == "dense":
+            K = self._training_kernel(X, k)
+            indices, scores, stopped_early = _select("pca", K, k, self._threads())
+            diagonal = np.diagonal(K).astype(np.float64)
+        else:
+            factor = self._training_factor(X, k)
+            indices, scores, stopped_early = _select("pca", None, k, self._threads(), factor=factor)
+            diagonal = self._self_kernel(X)
         if len(indices) == 0:  # every diagonal entry, so (PSD) every entry, is 0
             raise ValueError(f"{self._blamed()}: the kernel matrix of the training set is zero: no point can be chosen")
         self._warn_if_short(stopped_early, len(indices), k)
-        self._factor = _cholesky(K[np.ix_(indices, indices)], self._blamed())
-        Z = _features(self._factor, K[:, indices])
+        if self.solver_ == "dense":
+            columns = np.asarray(K[:, indices], dtype=np.float64)
+        else:  # the exact kernel columns of the chosen points (m × k, never m×m)
+            columns = self._cross(X, indices, X[indices])
+        self._factor = _cholesky(columns[indices], self._blamed())
+        Z = _features(self._factor, columns)
         values, vectors = eigh(Z.T @ Z)
         order = np.argsort(-values, kind="stable")
         self.rotation_ = _sign_by_largest(vectors[:, order])
@@ -571,7 +671,6 @@ class SparseKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Kernel
         self.n_components_ = len(indices)
         self.pursuit_scores_ = scores
         self.stopped_early_ = stopped_early
-        diagonal = np.diagonal(K).astype(np.float64)
         self._trace = float(diagonal.sum())
         self._largest_self_kernel = float(diagonal.max())
         self.n_samples_fit_ = m
@@ -698,6 +797,8 @@ class SparseKernelCCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Kernel
     Each pick adds the pair whose kernel columns in the two (projection-deflated) views
     have the largest cosine, then each view is mapped to its Nyström features on the
     chosen points, and a primal CCA with ``n_components`` directions is solved on them.
+    The selection reads the two views' ``m×m`` training kernels: unlike the other estimators
+    of the family it has no ``solver="factored"``.
 
     Parameters
     ----------
@@ -1017,10 +1118,12 @@ class GreedyNystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _KernelP
         ``gamma``, ``degree`` or ``coef0``, which the parameters of the same name override.
         With a callable or precomputed kernel, ``gamma``, ``degree`` and ``coef0`` must be
         None (a ValueError otherwise, as ``Nystroem``'s).
-    dtype, n_jobs
-        As :class:`KernelMatchingPursuit`.
+    dtype, n_jobs, solver, factor_rank, factor_pool
+        As :class:`KernelMatchingPursuit`: with ``factored``, the ``pca``, ``matching`` and
+        Fisher criteria select on the factor, and the landmarks' kernel is computed exactly;
+        ``random`` reads no training kernel with either solver.
     random_state : int, RandomState instance or None, default=None
-        Seed of the ``random`` criterion.
+        Seed of the ``random`` criterion and of the factor's pool.
 
     Attributes
     ----------
@@ -1030,6 +1133,8 @@ class GreedyNystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _KernelP
     component_indices_ : ndarray of shape ``(n_components_,)``
     normalization_ : ndarray of shape ``(n_components_, n_components_)``
         ``K[components]^(-1/2)``, as ``Nystroem``'s.
+    solver_ : {"dense", "factored"}
+        The solver the fit used.
     n_components_ : int
     stopped_early_ : bool
     n_features_in_ : int
@@ -1054,13 +1159,14 @@ class GreedyNystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _KernelP
         "deflation": [StrOptions({"auto", *DEFLATIONS})],
         **_KernelPursuit._kernel_constraints,
         "kernel_params": [dict, None],
-        "random_state": ["random_state"],
+        **_KernelPursuit._solver_constraints,
     }
     _gamma_of_none = "auto"
     _callable_rows = True
 
     def __init__(self, n_components=100, criterion="auto", deflation="auto", kernel="rbf", gamma=None, degree=None,
-                 coef0=None, kernel_params=None, dtype="float64", random_state=None, n_jobs=None):
+                 coef0=None, kernel_params=None, dtype="float64", random_state=None, n_jobs=None, solver="auto",
+                 factor_rank=DEFAULT_FACTOR_RANK, factor_pool="rpcholesky"):
         self.n_components = n_components
         self.criterion = criterion
         self.deflation = deflation
@@ -1072,6 +1178,9 @@ class GreedyNystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _KernelP
         self.dtype = dtype
         self.random_state = random_state
         self.n_jobs = n_jobs
+        self.solver = solver
+        self.factor_rank = factor_rank
+        self.factor_pool = factor_pool
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -1102,7 +1211,8 @@ class GreedyNystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _KernelP
             )
         m = X.shape[0]
         k = self._resolved_count("n_components", self.n_components, m)
-        K = None
+        self.solver_ = self._resolved_solver(m, k)
+        K = factor = None
         if criterion == "random":
             if self._precomputed():  # checked, and read for the landmarks' kernel
                 K = self._training_kernel(X, k)
@@ -1110,23 +1220,29 @@ class GreedyNystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _KernelP
                 self._gamma = self._resolve_gamma(X)
             indices = check_random_state(self.random_state).permutation(m)[:k].astype(np.int64)
             stopped_early = False
-        elif criterion == "pca":
-            K = self._training_kernel(X, k)
-            indices, _, stopped_early = _select("pca", K, k, self._threads())
-        elif criterion == "matching":
-            target = _float_target(y)
-            K = self._training_kernel(X, k)
-            centred = np.ascontiguousarray(target - target.mean(), dtype=K.dtype)
-            indices, _, stopped_early = _select("matching", K, k, self._threads(), target=centred)
         else:
-            labels = _class_labels(y)
-            K = self._training_kernel(X, k)
-            deflation = "schur" if self.deflation == "auto" else self.deflation
-            _check_squares(K)
-            indices, stopped_early, _ = _core.greedy_select(
-                K, labels, k, criterion=criterion, deflation=deflation, n_threads=self._threads()
-            )
-            indices = np.asarray(indices, dtype=np.int64)
+            if criterion == "matching":
+                target = _float_target(y)
+            elif criterion != "pca":
+                labels = _class_labels(y)
+            if self.solver_ == "dense":
+                K = self._training_kernel(X, k)
+            else:
+                factor = self._training_factor(X, k)
+            dtype = (K if factor is None else factor).dtype
+            if criterion == "pca":
+                indices, _, stopped_early = _select("pca", K, k, self._threads(), factor=factor)
+            elif criterion == "matching":
+                centred = np.ascontiguousarray(target - target.mean(), dtype=dtype)
+                indices, _, stopped_early = _select("matching", K, k, self._threads(), target=centred, factor=factor)
+            else:
+                deflation = "schur" if self.deflation == "auto" else self.deflation
+                if K is not None:
+                    _check_squares(K)
+                indices, stopped_early, _ = _core.greedy_select(
+                    K, labels, k, criterion=criterion, deflation=deflation, n_threads=self._threads(), factor=factor
+                )
+                indices = np.asarray(indices, dtype=np.int64)
         self._warn_if_short(stopped_early, len(indices), k)
         # As Nystroem's, even precomputed: the landmarks' rows of X (of the kernel, then).
         self.components_ = np.array(X[indices])

@@ -11,15 +11,16 @@
 
 use super::{Deflation, Pursuit, Spec, Statistic};
 use crate::error::{Error, Result};
-use crate::passes::{self, Workspace};
+use crate::operator::{factored_column_forms, KernelOperator};
+use crate::passes::Workspace;
 use crate::real::Real;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// One kernel and its deflation terms.
 struct View<'a, F: Real> {
-    /// `K_0`, row-major `m×m`, symmetric; never written.
-    kernel: &'a [F],
+    /// `K_0`, symmetric, never written: dense or factored.
+    kernel: KernelOperator<'a, F>,
     /// `u_r` of each term; for [`Deflation::Pivot`] also `v_r` (`u = v`).
     us: Vec<Vec<F>>,
     /// `v_r` of each term of [`Deflation::Projection`]; empty for pivot.
@@ -28,10 +29,6 @@ struct View<'a, F: Real> {
 }
 
 impl<F: Real> View<'_, F> {
-    fn row(&self, i: usize, m: usize) -> &[F] {
-        &self.kernel[i * m..(i + 1) * m]
-    }
-
     /// `v_r`, the right factor of term `r`.
     fn v(&self, r: usize) -> &[F] {
         if self.vs.is_empty() {
@@ -42,8 +39,8 @@ impl<F: Real> View<'_, F> {
     }
 
     /// `K_t[:, i] = K_0[:, i] − Σ_r u_r v_r[i]` (`K_0` symmetric: its row `i`).
-    fn column(&self, i: usize, m: usize) -> Vec<F> {
-        let mut column = self.row(i, m).to_vec();
+    fn column(&self, i: usize, pool: &rayon::ThreadPool) -> Vec<F> {
+        let mut column = self.kernel.rows(pool, &[i]).pop().unwrap_or_default();
         for (r, u) in self.us.iter().enumerate() {
             let factor = self.v(r)[i];
             column
@@ -94,16 +91,23 @@ fn scaled<F: Real>(x: &[F], factor: F) -> Vec<F> {
 }
 
 impl<'a, F: Real> PursuitEngine<'a, F> {
-    /// The engine over `first` (and `second`, for two views), `m×m` row-major, with its
-    /// statistics' set-up pass over each kernel.
+    /// The engine over `first` (and `second`, for two views), with its statistics' set-up
+    /// pass over each kernel.
     pub(super) fn new(
-        first: &'a [F],
-        second: Option<&'a [F]>,
-        m: usize,
+        first: KernelOperator<'a, F>,
+        second: Option<KernelOperator<'a, F>>,
         spec: Spec<F>,
         tol: F,
         n_threads: usize,
     ) -> Result<Self> {
+        let m = first.m();
+        let dense = first.dense().is_some();
+        if second.is_some_and(|second| second.dense().is_some() != dense) {
+            return Err(Error::invalid(
+                "second_kernel",
+                "must be dense or factored as the first kernel is",
+            ));
+        }
         let pool = crate::pool::shared(n_threads)?;
         let views: Vec<View<'a, F>> = std::iter::once(first)
             .chain(second)
@@ -126,22 +130,31 @@ impl<'a, F: Real> PursuitEngine<'a, F> {
             passes: 0,
             reserved: Vec::new(),
         };
-        engine.values = engine.pool.install(|| engine.initial_statistics());
+        engine.values = if dense {
+            engine.pool.install(|| engine.initial_statistics())
+        } else {
+            engine.factored_statistics()
+        };
         engine.passes = engine.views.len();
         engine.initial = engine.values.clone();
         Ok(engine)
     }
 
-    /// Every statistic of `K_0`, from one read of each kernel: row `j` of a symmetric
+    /// Every statistic of dense kernels, from one read of each: row `j` of a symmetric
     /// kernel is its column `j`, and each row's statistics are independent of the others
     /// (so of the number of threads).
     fn initial_statistics(&self) -> Vec<Vec<F>> {
         let m = self.m;
         let statistics = &self.spec.statistics;
+        let dense: Vec<&[F]> = self
+            .views
+            .iter()
+            .filter_map(|view| view.kernel.dense())
+            .collect();
         let per_row: Vec<Vec<F>> = (0..m)
             .into_par_iter()
             .map(|j| {
-                let rows: Vec<&[F]> = self.views.iter().map(|view| view.row(j, m)).collect();
+                let rows: Vec<&[F]> = dense.iter().map(|k| &k[j * m..(j + 1) * m]).collect();
                 statistics
                     .iter()
                     .map(|statistic| match statistic {
@@ -162,6 +175,35 @@ impl<'a, F: Real> PursuitEngine<'a, F> {
             .collect();
         (0..statistics.len())
             .map(|s| per_row.iter().map(|row| row[s]).collect())
+            .collect()
+    }
+
+    /// Every statistic of factored kernels `K = ΦΦ'`: a linear one `K c` (one product),
+    /// a quadratic one `diag(K W K)` and the cross term `diag(K_x K_y)` from the factors'
+    /// `p×p` Gram matrices, the diagonal from the rows' norms.
+    fn factored_statistics(&self) -> Vec<Vec<F>> {
+        let m = self.m;
+        let factor = |view: usize| match self.views[view].kernel {
+            KernelOperator::Factored { factor, p, .. } => (factor, p),
+            KernelOperator::Dense { .. } => unreachable!("the views are factored"),
+        };
+        let pool = &self.pool;
+        self.spec
+            .statistics
+            .iter()
+            .map(|statistic| match statistic {
+                Statistic::Linear { view, c } => {
+                    let kernel = self.views[*view].kernel;
+                    let product = kernel.multiply(pool, &[c], &mut Workspace::default());
+                    product.into_iter().next().unwrap_or_default()
+                }
+                Statistic::Quadratic { view, weights } => {
+                    let f = factor(*view);
+                    factored_column_forms(pool, f, f, m, weights.as_deref())
+                }
+                Statistic::Diagonal { view } => self.views[*view].kernel.diagonal(),
+                Statistic::Cross => factored_column_forms(pool, factor(0), factor(1), m, None),
+            })
             .collect()
     }
 
@@ -261,9 +303,8 @@ impl<'a, F: Real> PursuitEngine<'a, F> {
     /// The left factor `u` of view `view`'s term for pick `i`, or `None` when its column
     /// is numerically zero.
     fn direction(&self, view: usize, i: usize) -> Option<Vec<F>> {
-        let m = self.m;
         let state = &self.views[view];
-        let mut tau = state.column(i, m);
+        let mut tau = state.column(i, &self.pool);
         match self.spec.deflation {
             Deflation::Pivot => {
                 let pivot = tau[i];
@@ -285,7 +326,6 @@ impl<'a, F: Real> PursuitEngine<'a, F> {
     /// Deflates every view by pick `i` and updates the statistics; false when a view's
     /// column was numerically zero (nothing is left to pick).
     fn deflate(&mut self, i: usize) -> bool {
-        let m = self.m;
         let n_views = self.views.len();
         let mut us = Vec::with_capacity(n_views);
         for view in 0..n_views {
@@ -320,8 +360,9 @@ impl<'a, F: Real> PursuitEngine<'a, F> {
         for (view, xs) in rhs.iter().enumerate() {
             let state = &mut self.views[view];
             let slices: Vec<&[F]> = xs.iter().map(Vec::as_slice).collect();
-            let products =
-                passes::multiply(&self.pool, state.kernel, m, &slices, &mut state.workspace);
+            let products = state
+                .kernel
+                .multiply(&self.pool, &slices, &mut state.workspace);
             let state = &self.views[view];
             deflated.push(
                 products

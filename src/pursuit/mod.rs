@@ -26,6 +26,7 @@
 mod engine;
 
 use crate::error::{Error, Result};
+use crate::operator::KernelOperator;
 use crate::params::Criterion;
 use crate::real::Real;
 use engine::PursuitEngine;
@@ -63,7 +64,7 @@ pub enum Method<'a, F> {
     /// samples) have the largest cosine, `signed` or in absolute value, projection
     /// deflation of each view at the same index.
     Correlation {
-        second: ArrayView2<'a, F>,
+        second: KernelOperator<'a, F>,
         signed: bool,
     },
     /// MPKFDA's `criterion` over the classes `classes` (codes `0..C`, every class present,
@@ -128,15 +129,27 @@ pub fn pursue_with_stop<F: Real>(
     params: &PursuitParams,
     stop: &AtomicBool,
 ) -> Result<Pursuit> {
-    let m = kernel.nrows();
-    let first = square_data(&kernel, "K")?;
+    let first = KernelOperator::dense_of(&kernel, "K")?;
+    pursue_on(first, method, params, stop)
+}
+
+/// [`pursue_with_stop`] over any kernel operator: the dense kernel or a factor
+/// `K_0 = ΦΦ'` ([`KernelOperator::factored_of`]; for [`Method::Correlation`] both views
+/// of one kind), which picks as on the explicit `ΦΦ'` at O(mp) a product.
+pub fn pursue_on<F: Real>(
+    kernel: KernelOperator<'_, F>,
+    method: &Method<'_, F>,
+    params: &PursuitParams,
+    stop: &AtomicBool,
+) -> Result<Pursuit> {
+    let m = kernel.m();
     let tol = validate(m, method, params)?;
     let second = match method {
-        Method::Correlation { second, .. } => Some(square_data(second, "second_kernel")?),
+        Method::Correlation { second, .. } => Some(*second),
         _ => None,
     };
     let spec = Spec::of(method, m);
-    let mut engine = PursuitEngine::new(first, second, m, spec, tol, params.n_threads)?;
+    let mut engine = PursuitEngine::new(kernel, second, spec, tol, params.n_threads)?;
     let pool = std::sync::Arc::clone(&engine.pool);
     pool.install(|| engine.run(params.k, stop))
 }
@@ -361,22 +374,6 @@ fn priority_ranks(criterion: Criterion, m: usize, seed: u64) -> Vec<usize> {
     rank
 }
 
-/// The data of a square kernel, in either memory order (a symmetric matrix reads the
-/// same in both).
-fn square_data<'k, F: Real>(kernel: &ArrayView2<'k, F>, argument: &'static str) -> Result<&'k [F]> {
-    let (rows, cols) = kernel.dim();
-    if rows != cols {
-        return Err(Error::invalid(
-            argument,
-            format!("must be square, got shape ({rows}, {cols})"),
-        ));
-    }
-    kernel
-        .to_slice()
-        .or_else(|| (*kernel).reversed_axes().to_slice())
-        .ok_or_else(|| Error::invalid(argument, "must be a contiguous array"))
-}
-
 /// Checks `method` and `params` against a kernel of order `m`; the resolved tolerance.
 fn validate<F: Real>(m: usize, method: &Method<'_, F>, params: &PursuitParams) -> Result<F> {
     if params.k == 0 || params.k > m {
@@ -411,12 +408,12 @@ fn validate<F: Real>(m: usize, method: &Method<'_, F>, params: &PursuitParams) -
             }
         }
         Method::Correlation { second, .. } => {
-            if second.dim() != (m, m) {
+            if second.m() != m {
                 return Err(Error::invalid(
                     "second_kernel",
                     format!(
-                        "must have the first kernel's shape ({m}, {m}), got {:?}",
-                        second.dim()
+                        "must have the first kernel's {m} samples, got {}",
+                        second.m()
                     ),
                 ));
             }

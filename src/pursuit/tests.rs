@@ -118,14 +118,14 @@ fn every_method_picks_as_explicit_deflation() {
             (
                 "correlation",
                 Method::Correlation {
-                    second: second.view(),
+                    second: KernelOperator::dense_of(&second.view(), "second_kernel").unwrap(),
                     signed: true,
                 },
             ),
             (
                 "correlation-abs",
                 Method::Correlation {
-                    second: second.view(),
+                    second: KernelOperator::dense_of(&second.view(), "second_kernel").unwrap(),
                     signed: false,
                 },
             ),
@@ -287,7 +287,7 @@ fn bad_input_names_the_argument() {
     );
     let small = Array2::<f64>::eye(9);
     let method = Method::Correlation {
-        second: small.view(),
+        second: KernelOperator::dense_of(&small.view(), "second_kernel").unwrap(),
         signed: true,
     };
     assert_eq!(

@@ -4,6 +4,7 @@
 
 use super::shared::SharedPasses;
 use crate::error::{Error, Result};
+use crate::operator::KernelOperator;
 use crate::params::Family;
 use crate::passes;
 use crate::real::Real;
@@ -57,8 +58,9 @@ pub(super) fn axpy_all<F: Real>(y: &mut [F], factors: &[F], xs: &[&[F]]) {
 
 /// The selection state over a read-only kernel.
 pub(super) struct Engine<'a, F: Real> {
-    /// `K_0`, row-major `m×m`, symmetric; never written.
-    pub(super) kernel: &'a [F],
+    /// `K_0`, symmetric, never written: dense (`m×m`, which the passes split by class and
+    /// read by triangle) or factored (`ΦΦ'`).
+    pub(super) kernel: KernelOperator<'a, F>,
     pub(super) m: usize,
     /// The class code of each sample, `0..C` (two classes: 1 positive, 0 negative).
     pub(super) classes: &'a [u32],
@@ -129,8 +131,6 @@ pub(super) struct Engine<'a, F: Real> {
 }
 
 impl<'a, F: Real> Engine<'a, F> {
-    /// The engine of the checked problem `classes` (codes `0..n_classes`, every class
-    /// present) over the row-major `m×m` `kernel`, with its statistics' set-up pass.
     /// Reserves, fallibly, the storage of `terms` recorded picks of `vectors_per_term`
     /// `m`-vectors each: the memory a selection keeps grows with `k`, which the caller
     /// chooses, so it is claimed before the first pick, and a refusal is
@@ -173,13 +173,15 @@ impl<'a, F: Real> Engine<'a, F> {
         }
     }
 
+    /// The engine of the checked problem `classes` (codes `0..n_classes`, every class
+    /// present) over `kernel`, with its statistics' set-up pass.
     pub(super) fn new(
-        kernel: &'a [F],
-        m: usize,
+        kernel: KernelOperator<'a, F>,
         classes: &'a [u32],
         tol: f64,
         n_threads: usize,
     ) -> Result<Self> {
+        let m = kernel.m();
         let n_classes = classes.iter().max().map_or(0, |&c| c as usize + 1);
         let mut sizes = vec![0usize; n_classes];
         for &c in classes {
@@ -210,17 +212,18 @@ impl<'a, F: Real> Engine<'a, F> {
         let class_weights: Vec<F> = class_weights.into_iter().map(F::from_f64).collect();
         let scatter_weights = scatter_weights.into_iter().map(F::from_f64).collect();
         let weight: Vec<F> = classes.iter().map(|&c| class_weights[c as usize]).collect();
-        let class_groups =
-            (passes::ColumnGroup::count_runs(classes) * MIN_CLASS_RUN <= m).then(|| {
-                (0..n_classes as u32)
-                    .map(|c| passes::ColumnGroup::of_code::<F>(classes, c))
-                    .collect::<Vec<_>>()
-            });
+        // Only the dense passes split by class: a factored product costs the same either way.
+        let split = kernel.dense().is_some()
+            && passes::ColumnGroup::count_runs(classes) * MIN_CLASS_RUN <= m;
+        let class_groups = split.then(|| {
+            (0..n_classes as u32)
+                .map(|c| passes::ColumnGroup::of_code::<F>(classes, c))
+                .collect::<Vec<_>>()
+        });
         let pool = crate::pool::shared(n_threads)?;
         let (sums, d, set_up_passes) = initial_statistics(
             &pool,
             kernel,
-            m,
             classes,
             class_groups.as_deref(),
             &class_weights,
@@ -270,7 +273,7 @@ impl<'a, F: Real> Engine<'a, F> {
         if let Some((shared, member)) = self.shared {
             return shared.multiply(member, rhs);
         }
-        passes::multiply(&self.pool, self.kernel, self.m, rhs, &mut self.workspace)
+        self.kernel.multiply(&self.pool, rhs, &mut self.workspace)
     }
 
     /// Takes this selection's passes over `K_0` from `shared`, as its `member`-th. They
@@ -286,10 +289,10 @@ impl<'a, F: Real> Engine<'a, F> {
     /// splits the columns by class, so that each kernel element meets each `x` once.
     pub(super) fn products_with_weighted(&mut self, xs: &[&[F]]) -> (Vec<Vec<F>>, Vec<Vec<F>>) {
         self.passes += 1;
-        if let Some(groups) = &self.class_groups {
+        if let (Some(groups), Some(kernel)) = (&self.class_groups, self.kernel.dense()) {
             let by_class = passes::multiply_groups(
                 &self.pool,
-                self.kernel,
+                kernel,
                 self.m,
                 xs,
                 groups,
@@ -344,10 +347,7 @@ impl<'a, F: Real> Engine<'a, F> {
     /// in one sweep over `U` (over `V`, for the hotelling family, just swept by the stage
     /// before, with coefficients `λ_r v_r[i]`).
     pub(super) fn columns(&self, picks: &[usize]) -> Vec<Vec<F>> {
-        let mut columns: Vec<Vec<F>> = picks
-            .iter()
-            .map(|&i| self.kernel[i * self.m..(i + 1) * self.m].to_vec())
-            .collect();
+        let mut columns = self.kernel.rows(&self.pool, picks);
         let scaled = self.u_is_scaled_v();
         let coefficients: Vec<Vec<F>> = picks
             .iter()
@@ -514,20 +514,22 @@ impl<'a, F: Real> Engine<'a, F> {
     }
 }
 
-/// The class sums `s_c` and `d` of `K_0`, and the passes they took. Two classes: one pass
-/// (`p`, `n` and `d` of each row from one read). More: one pass when the classes split the
-/// passes (each row's sums and squares over its runs of columns of one class), else two
-/// (`s_0`, `s_1` and `d` as for two classes, then the other classes' sums, `K_0 1_c`).
+/// The class sums `s_c` and `d` of `K_0`, and the passes they took. Dense, two classes:
+/// one pass (`p`, `n` and `d` of each row from one read). More: one pass when the classes
+/// split the passes (each row's sums and squares over its runs of columns of one class),
+/// else two (`s_0`, `s_1` and `d` as for two classes, then the other classes' sums,
+/// `K_0 1_c`). Factored: one product for every class sum, and `d = diag(K_0 D K_0)` from
+/// `Φ'DΦ` (two reads of `Φ`).
 fn initial_statistics<F: Real>(
     pool: &rayon::ThreadPool,
-    kernel: &[F],
-    m: usize,
+    operator: KernelOperator<'_, F>,
     classes: &[u32],
     class_groups: Option<&[passes::ColumnGroup]>,
     class_weights: &[F],
     weight: &[F],
 ) -> (Vec<Vec<F>>, Vec<F>, usize) {
     let n_classes = class_weights.len();
+    let m = operator.m();
     let indicator = |class: usize| -> Vec<F> {
         classes
             .iter()
@@ -539,6 +541,22 @@ fn initial_statistics<F: Real>(
                 }
             })
             .collect()
+    };
+    let kernel = match operator {
+        KernelOperator::Dense { kernel, .. } => kernel,
+        KernelOperator::Factored { factor, p, .. } => {
+            let indicators: Vec<Vec<F>> = (0..n_classes).map(indicator).collect();
+            let rhs: Vec<&[F]> = indicators.iter().map(Vec::as_slice).collect();
+            let sums = operator.multiply(pool, &rhs, &mut passes::Workspace::default());
+            let d = crate::operator::factored_column_forms(
+                pool,
+                (factor, p),
+                (factor, p),
+                m,
+                Some(weight),
+            );
+            return (sums, d, 2);
+        }
     };
     if n_classes > 2 {
         if let Some(groups) = class_groups {

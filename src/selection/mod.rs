@@ -39,6 +39,7 @@ mod stages;
 mod tests;
 
 use crate::error::{try_zeroed, Error, Result};
+use crate::operator::KernelOperator;
 pub use crate::params::{Criterion, Deflation, GreedyParams};
 use crate::params::{Directions, Family, ValidParams};
 use crate::real::Real;
@@ -125,8 +126,23 @@ pub fn select_classes_with_stop<F: Real>(
     params: &GreedyParams,
     stop: &AtomicBool,
 ) -> Result<Selection> {
-    let (data, params) = checked_kernel(&kernel, classes, params)?;
-    select_alone(data, kernel.nrows(), classes, &params, stop)
+    let operator = KernelOperator::dense_of(&kernel, "K")?;
+    select_classes_on(operator, classes, params, stop)
+}
+
+/// [`select_classes_with_stop`] over any kernel operator: the dense kernel, or a factor
+/// `K_0 = ΦΦ'` ([`KernelOperator::factored_of`]), on which every criterion, deflation and
+/// stage count picks as on the explicit `ΦΦ'` (up to the roundings of its other products),
+/// at O(mp) a product instead of O(m²).
+pub fn select_classes_on<F: Real>(
+    kernel: KernelOperator<'_, F>,
+    classes: &[u32],
+    params: &GreedyParams,
+    stop: &AtomicBool,
+) -> Result<Selection> {
+    let m = kernel.m();
+    let params = params.check::<F>((m, m), classes)?;
+    select_alone(kernel, classes, &params, stop)
 }
 
 /// Two-class labels as class codes: `true` 1, `false` 0.
@@ -134,16 +150,14 @@ fn class_codes(positive: &[bool]) -> Vec<u32> {
     positive.iter().map(|&p| u32::from(p)).collect()
 }
 
-/// The selection of a checked problem over the row-major `m×m` `kernel`, with passes of
-/// its own.
+/// The selection of a checked problem over `kernel`, with passes of its own.
 fn select_alone<F: Real>(
-    kernel: &[F],
-    m: usize,
+    kernel: KernelOperator<'_, F>,
     classes: &[u32],
     params: &ValidParams,
     stop: &AtomicBool,
 ) -> Result<Selection> {
-    let mut engine = Engine::new(kernel, m, classes, params.tol, params.n_threads)?;
+    let mut engine = Engine::new(kernel, classes, params.tol, params.n_threads)?;
     // The whole loop runs on a worker of the engine's pool, so that a pass is shared by
     // that worker and the others (n threads in all), where a caller outside the pool
     // would wake n workers for each pass and wait: fewer wake-ups per pick, and no
@@ -177,12 +191,22 @@ pub fn select_many_with_stop<F: Real>(
     problems: &[(&[bool], GreedyParams)],
     stop: &AtomicBool,
 ) -> Result<Vec<Selection>> {
+    let operator = KernelOperator::dense_of(&kernel, "K")?;
+    select_many_sharing_from(operator, problems, stop, SHARED_FROM_BYTES)
+}
+
+/// [`select_many_with_stop`] over any kernel operator ([`select_classes_on`]).
+pub fn select_many_on<F: Real>(
+    kernel: KernelOperator<'_, F>,
+    problems: &[(&[bool], GreedyParams)],
+    stop: &AtomicBool,
+) -> Result<Vec<Selection>> {
     select_many_sharing_from(kernel, problems, stop, SHARED_FROM_BYTES)
 }
 
 /// [`select_many_with_stop`], sharing passes over kernels of `shared_from_bytes` or more.
 fn select_many_sharing_from<F: Real>(
-    kernel: ArrayView2<F>,
+    kernel: KernelOperator<'_, F>,
     problems: &[(&[bool], GreedyParams)],
     stop: &AtomicBool,
     shared_from_bytes: usize,
@@ -190,13 +214,13 @@ fn select_many_sharing_from<F: Real>(
     let Some((_, first)) = problems.first() else {
         return Ok(Vec::new());
     };
-    let mut data: &[F] = &[];
+    let m = kernel.m();
     let mut checked: Vec<(Vec<u32>, ValidParams)> = Vec::with_capacity(problems.len());
     for (c, (positive, params)) in problems.iter().enumerate() {
         let classes = class_codes(positive);
-        let (kernel, valid) =
-            checked_kernel(&kernel, &classes, params).map_err(|error| error.in_problem(c))?;
-        data = kernel;
+        let valid = params
+            .check::<F>((m, m), &classes)
+            .map_err(|error| error.in_problem(c))?;
         checked.push((classes, valid));
         if params.n_threads != first.n_threads {
             return Err(Error::invalid(
@@ -205,14 +229,13 @@ fn select_many_sharing_from<F: Real>(
             ));
         }
     }
-    let m = kernel.nrows();
-    let bytes = data.len().saturating_mul(std::mem::size_of::<F>());
+    let bytes = kernel.bytes();
     let problems = checked;
     let sharing = |params: &ValidParams| shares_passes(params) && bytes >= shared_from_bytes;
     let mut selections: Vec<Option<Selection>> = vec![None; problems.len()];
     for (c, (classes, params)) in problems.iter().enumerate() {
         if !sharing(params) {
-            selections[c] = Some(select_alone(data, m, classes, params, stop)?);
+            selections[c] = Some(select_alone(kernel, classes, params, stop)?);
         }
     }
     let shared: Vec<usize> = (0..problems.len())
@@ -248,7 +271,7 @@ fn select_many_sharing_from<F: Real>(
     }
     for group in groups {
         let members: Vec<&(Vec<u32>, ValidParams)> = group.iter().map(|&c| &problems[c]).collect();
-        let outcomes = select_side_by_side(data, m, &members, stop)?;
+        let outcomes = select_side_by_side(kernel, &members, stop)?;
         for (&c, selection) in group.iter().zip(outcomes) {
             selections[c] = Some(selection);
         }
@@ -269,17 +292,16 @@ fn shares_passes(params: &ValidParams) -> bool {
 }
 
 /// The selections of `problems` (checked), each on a thread of its own, sharing their
-/// passes over the row-major `m×m` `kernel`, served from this thread (or, from a rayon
+/// passes over `kernel`, served from this thread (or, from a rayon
 /// worker, from a thread of its own, so that the worker cannot take up other jobs of its
 /// pool while it waits, one of which might wait on it).
 fn select_side_by_side<F: Real>(
-    kernel: &[F],
-    m: usize,
+    kernel: KernelOperator<'_, F>,
     problems: &[&(Vec<u32>, ValidParams)],
     stop: &AtomicBool,
 ) -> Result<Vec<Selection>> {
     let pool = crate::pool::shared(problems[0].1.n_threads)?;
-    let shared = SharedPasses::new(kernel, m, pool, problems.len());
+    let shared = SharedPasses::new(kernel, pool, problems.len());
     let joined = std::thread::scope(|scope| {
         // Armed before the first member starts: should this thread unwind before serving
         // every pass, the members waiting for one panic instead of waiting for ever.
@@ -295,7 +317,7 @@ fn select_side_by_side<F: Real>(
                 .spawn_scoped(scope, move || {
                     let _membership = membership;
                     shared.take_turn(member);
-                    let outcome = Engine::new(kernel, m, classes, params.tol, params.n_threads)
+                    let outcome = Engine::new(kernel, classes, params.tol, params.n_threads)
                         .and_then(|mut engine| {
                             engine.share_passes(shared, member);
                             run_selection(&mut engine, params, shared.halt_flag())
@@ -342,26 +364,10 @@ fn select_side_by_side<F: Real>(
         selections.push(match outcome {
             Some(outcome) => outcome?,
             // The OS would not start its thread: alone, with passes of its own.
-            None => select_alone(kernel, m, classes, params, stop)?,
+            None => select_alone(kernel, classes, params, stop)?,
         });
     }
     Ok(selections)
-}
-
-/// `kernel` as a row-major slice and `params` checked, once `(kernel, classes, params)`
-/// are.
-fn checked_kernel<'k, F: Real>(
-    kernel: &ArrayView2<'k, F>,
-    classes: &[u32],
-    params: &GreedyParams,
-) -> Result<(&'k [F], ValidParams)> {
-    let valid = params.check(kernel, classes)?;
-    // A symmetric matrix reads the same in either memory order.
-    let data = kernel
-        .to_slice()
-        .or_else(|| (*kernel).reversed_axes().to_slice())
-        .ok_or_else(|| Error::invalid("K", "must be a contiguous array"))?;
-    Ok((data, valid))
 }
 
 /// The picks of `engine` (just made) for `params`.

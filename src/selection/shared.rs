@@ -10,12 +10,13 @@
 //! [`SharedPasses::multiply`], which waits; once every selection still running waits,
 //! the thread that called [`SharedPasses::serve`] makes the pass and hands each its
 //! products. Each product is one running sum over its row in ascending order
-//! ([`passes::multiply_in_order`]), so a selection gets the same values whichever others
+//! ([`crate::passes::multiply_in_order`]; a factored product is one such already), so a selection gets the same values whichever others
 //! share its passes, whatever the thread count. Between passes, no more selections run at
 //! once than the pool has threads (the others wait for a turn), so side by side they use
 //! no more cores than the caller asked for (`n_jobs`).
 
-use crate::passes::{self, Workspace};
+use crate::operator::KernelOperator;
+use crate::passes::Workspace;
 use crate::real::Real;
 use rayon::ThreadPool;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,8 +24,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 /// The passes of a group of selections ("members") over one kernel.
 pub(crate) struct SharedPasses<'k, F: Real> {
-    kernel: &'k [F],
-    m: usize,
+    kernel: KernelOperator<'k, F>,
     pool: Arc<ThreadPool>,
     state: Mutex<State<F>>,
     /// Signalled whenever a member asks for a pass or leaves, and when products are ready.
@@ -50,13 +50,16 @@ struct State<F> {
 }
 
 impl<'k, F: Real> SharedPasses<'k, F> {
-    /// Passes over the row-major `m×m` `kernel` for `members` selections, on `pool`; as
-    /// many members run at once as `pool` has threads.
-    pub(crate) fn new(kernel: &'k [F], m: usize, pool: Arc<ThreadPool>, members: usize) -> Self {
+    /// Passes over `kernel` for `members` selections, on `pool`; as many members run at
+    /// once as `pool` has threads.
+    pub(crate) fn new(
+        kernel: KernelOperator<'k, F>,
+        pool: Arc<ThreadPool>,
+        members: usize,
+    ) -> Self {
         let turns = pool.current_num_threads().max(1);
         SharedPasses {
             kernel,
-            m,
             pool,
             state: Mutex::new(State {
                 running: members,
@@ -178,8 +181,9 @@ impl<'k, F: Real> SharedPasses<'k, F> {
                 .iter()
                 .flat_map(|(_, xs)| xs.iter().map(Vec::as_slice))
                 .collect();
-            let products =
-                passes::multiply_in_order(&self.pool, self.kernel, self.m, &rhs, &mut workspace);
+            let products = self
+                .kernel
+                .multiply_in_order(&self.pool, &rhs, &mut workspace);
             let mut products = products.into_iter();
             state = self.lock();
             for (member, xs) in &requests {
@@ -251,7 +255,7 @@ mod tests {
         (serve, stop): (bool, bool),
         body: impl Fn(usize, &SharedPasses<'_, f64>) -> R + Sync,
     ) -> Vec<std::thread::Result<R>> {
-        let shared = SharedPasses::new(kernel, m, pool(threads), members);
+        let shared = SharedPasses::new(KernelOperator::Dense { kernel, m }, pool(threads), members);
         std::thread::scope(|scope| {
             let abandon = shared.abandon_on_unwind();
             let running: Vec<_> = (0..members)
@@ -319,13 +323,13 @@ mod tests {
 
     /// Passes each member makes until the members' stop flag is raised (at most 1,000).
     fn passes_until_halted(member: usize, shared: &SharedPasses<'_, f64>, fails: bool) -> usize {
-        let x = vec![1.0; shared.m];
+        let x = vec![1.0; shared.kernel.m()];
         let mut passes = 0;
         while !shared.halt_flag().load(Ordering::Relaxed) && passes < 1000 {
             assert!(!(fails && member == 1 && passes == 2), "member 1 fails");
             assert_eq!(
                 shared.multiply(member, &[&x])[0],
-                vec![shared.m as f64; shared.m]
+                vec![shared.kernel.m() as f64; shared.kernel.m()]
             );
             passes += 1;
         }

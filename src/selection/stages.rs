@@ -185,14 +185,15 @@ impl<'a, F: Real> Engine<'a, F> {
         // A narrow pass reads the terms in a sweep of its own, not worth the threads when
         // small; a wide one reads them with its packed blocks at no extra cost.
         let small_sweep = xs.len() <= 2 && basis.len() * self.m < PARALLEL_WORK;
-        let Some(groups) = self.class_groups.as_ref().filter(|_| !small_sweep) else {
+        let dense = self.kernel.dense().zip(self.class_groups.as_ref());
+        let Some((kernel, groups)) = dense.filter(|_| !small_sweep) else {
             let (k0x, k0dx) = self.products_with_weighted(xs);
             return (k0x, k0dx, self.stage_start_products(xs, family));
         };
         self.passes += 1;
         let (by_class_k, by_class_basis) = passes::multiply_groups_with_rows(
             &self.pool,
-            self.kernel,
+            kernel,
             self.m,
             basis,
             xs,
@@ -246,10 +247,11 @@ impl<'a, F: Real> Engine<'a, F> {
         xs: &[&[F]],
     ) -> Option<StageProducts<F>> {
         let full_rows = xs.len() >= 3 && !passes::reads_triangle(self.m, xs.len());
+        let kernel = self.kernel.dense()?;
         let groups = self.class_groups.as_ref().filter(|_| full_rows)?;
         let (by_class_picks, by_class_basis) = passes::multiply_groups_at_rows(
             &self.pool,
-            self.kernel,
+            kernel,
             self.m,
             picks,
             &self.us,

@@ -12,9 +12,8 @@ use ndarray::Array2;
 fn passes_split_by_class_match_explicit_deflation() {
     for seed in 0..2 {
         let (kernel, positive) = class_sorted_problem(203 + seed as usize, 3, seed);
-        let data = kernel.as_slice().unwrap();
         let classes = class_codes(&positive);
-        let engine = Engine::new(data, kernel.nrows(), &classes, 1e-9, 1).unwrap();
+        let engine = Engine::new(dense(&kernel.view()), &classes, 1e-9, 1).unwrap();
         assert!(
             engine.class_groups.is_some(),
             "two runs of labels split the passes"
@@ -100,12 +99,17 @@ fn passes_over_the_kernel_are_one_per_stage_or_two_per_schur_pick() {
     assert_eq!(count(&sorted, Deflation::Hotelling, 5), 1 + 4);
 }
 
+/// The dense operator of a test kernel.
+fn dense<'k>(kernel: &ArrayView2<'k, f64>) -> KernelOperator<'k, f64> {
+    KernelOperator::dense_of(kernel, "K").unwrap()
+}
+
 /// [`select_many`] sharing passes whatever the kernel's size (the tests' are small).
 fn shared_many(
     kernel: ArrayView2<f64>,
     problems: &[(&[bool], GreedyParams)],
 ) -> Result<Vec<Selection>> {
-    select_many_sharing_from(kernel, problems, &AtomicBool::new(false), 0)
+    select_many_sharing_from(dense(&kernel), problems, &AtomicBool::new(false), 0)
 }
 
 #[test]
@@ -199,7 +203,7 @@ fn shared_selections_come_back_in_order_in_groups_and_beside_unshared_ones() {
         assert_eq!(selection.indices.len(), params.k, "problem {c}");
         if shares_passes(
             &params
-                .check(&kernel.view(), &class_codes(positive))
+                .check::<f64>(kernel.dim(), &class_codes(positive))
                 .unwrap(),
         ) {
             let alone = shared_many(kernel.view(), &problems[c..=c]).unwrap();
@@ -242,7 +246,7 @@ fn shared_selections_stop_on_request_and_name_a_bad_argument() {
     let raised = AtomicBool::new(true);
     for shared_from_bytes in [0, usize::MAX] {
         assert_eq!(
-            select_many_sharing_from(kernel.view(), &problems, &raised, shared_from_bytes),
+            select_many_sharing_from(dense(&kernel.view()), &problems, &raised, shared_from_bytes),
             Err(Error::Interrupted)
         );
     }
@@ -272,7 +276,8 @@ fn shared_selections_stop_on_request_and_name_a_bad_argument() {
     let nan = kernel.mapv(|v| if v < 0.3 { f64::NAN } else { v });
     for shared_from_bytes in [0, usize::MAX] {
         let stop = AtomicBool::new(false);
-        let error = select_many_sharing_from(nan.view(), &problems, &stop, shared_from_bytes);
+        let error =
+            select_many_sharing_from(dense(&nan.view()), &problems, &stop, shared_from_bytes);
         assert!(error.unwrap_err().to_string().starts_with("K: "));
     }
 }

@@ -1,0 +1,110 @@
+"""Fits past the kernel matrix: the factored solver against Nyström + LDA (issue 36, item 5).
+
+    python benches/bench_scale.py                          # m = 20,000, 100,000, 1,000,000
+    python benches/bench_scale.py --sizes 20000 --pools rpcholesky greedy uniform
+
+Data: ``make_classification(n_samples=m + 20000, n_features=20, n_informative=12,
+n_clusters_per_class=16, class_sep=1.5, flip_y=0.02, random_state=5)``, standardised by the
+training rows' means and deviations, the last 20,000 rows held out; float32; rbf with
+``gamma=1/20``; k = 200. For each m: ``GreedyKFDA(solver="factored")`` (one row per pool
+method of ``--pools``, factor rank ``--rank``), ``Nystroem(n_components=k)`` + LDA (uniform
+landmarks, 3 seeds: mean and range), ``Nystroem(2k)`` + LDA, ``Nystroem(p)`` + LDA, and at
+m = 20,000 ``GreedyKFDA(solver="dense")``. Each fit runs in a process of its own, whose
+peak resident memory (the data included) is reported. Prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+K = 200
+HELD_OUT = 20_000
+
+
+def data(m):
+    import numpy as np
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(
+        n_samples=m + HELD_OUT, n_features=20, n_informative=12, n_clusters_per_class=16,
+        class_sep=1.5, flip_y=0.02, random_state=5,
+    )
+    train = slice(0, m)
+    mean, std = X[train].mean(0), X[train].std(0)
+    X = ((X - mean) / std).astype(np.float32)
+    return X[:m], y[:m], X[m:], y[m:]
+
+
+def worker(method, m, seed, rank, pool):
+    X, y, X_test, y_test = data(m)
+    start = time.perf_counter()
+    if method in ("factored", "dense"):
+        from gkfda import GreedyKFDA
+
+        model = GreedyKFDA(k=K, gamma=1 / 20, dtype="float32", solver=method, factor_rank=rank,
+                           factor_pool=pool, random_state=seed).fit(X, y)
+    else:
+        from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+        from sklearn.kernel_approximation import Nystroem
+        from sklearn.pipeline import make_pipeline
+
+        components = {"nystroem_k": K, "nystroem_2k": 2 * K, "nystroem_p": rank}[method]
+        model = make_pipeline(Nystroem(gamma=1 / 20, n_components=components, random_state=seed),
+                              LinearDiscriminantAnalysis()).fit(X, y)
+    seconds = time.perf_counter() - start
+    accuracy = float(model.score(X_test, y_test))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps({"seconds": seconds, "accuracy": accuracy, "peak": peak}))
+
+
+def run(method, m, seed, rank, pool):
+    output = subprocess.run(
+        [sys.executable, __file__, "--worker", method, str(m), str(seed), str(rank), pool],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    return json.loads(output.strip().splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[20_000, 100_000, 1_000_000])
+    parser.add_argument("--rank", type=int, default=1000, help="factor_rank p")
+    parser.add_argument("--pools", nargs="+", default=["rpcholesky"])
+    parser.add_argument("--seeds", type=int, default=3, help="seeds of Nystroem(k) + LDA")
+    parser.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        method, m, seed, rank, pool = args.worker
+        worker(method, int(m), int(seed), int(rank), pool)
+        return
+    print(f"k = {K}, factor_rank p = {args.rank}, float32, rbf gamma = 1/20, 20,000 held out\n")
+    print("| m | method | fit (s) | peak RSS (GiB) | held-out accuracy |")
+    print("|---|---|---|---|---|")
+    gib = 2**30
+    for m in args.sizes:
+        rows = []
+        for pool in args.pools:
+            rows.append((f"GreedyKFDA factored ({pool})", [run("factored", m, 0, args.rank, pool)]))
+        if m <= 20_000:
+            rows.append(("GreedyKFDA dense", [run("dense", m, 0, args.rank, "uniform")]))
+        rows.append((f"Nystroem({K}) + LDA, {args.seeds} seeds",
+                     [run("nystroem_k", m, seed, args.rank, "uniform") for seed in range(args.seeds)]))
+        rows.append((f"Nystroem({2 * K}) + LDA", [run("nystroem_2k", m, 0, args.rank, "uniform")]))
+        rows.append((f"Nystroem({args.rank}) + LDA", [run("nystroem_p", m, 0, args.rank, "uniform")]))
+        for name, results in rows:
+            accuracies = [r["accuracy"] for r in results]
+            seconds = sum(r["seconds"] for r in results) / len(results)
+            peak = max(r["peak"] for r in results) / gib
+            accuracy = f"{sum(accuracies) / len(accuracies):.4f}"
+            if len(results) > 1:
+                accuracy += f" ({min(accuracies):.4f}–{max(accuracies):.4f})"
+            print(f"| {m:,} | {name} | {seconds:.1f} | {peak:.2f} | {accuracy} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

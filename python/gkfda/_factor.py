@@ -1,0 +1,120 @@
+"""The kernel factor of a factored fit: ``K ≈ ΦΦ'`` with ``Φ`` of ``m × p`` (docs/scale.md).
+
+``kernel="linear"``: ``Φ = X``, exact. ``rbf`` and ``poly``: the Nyström factor of a pool of
+``p`` training points, ``Φ = K[:, P] W`` with ``WW' = K[P, P]⁺`` (``_core.nystroem_factor``,
+built in row blocks in the core), the pool chosen on a uniform subsample of the training set
+by one of ``POOLS``:
+
+- ``"uniform"``: the first ``p`` points of a uniform permutation;
+- ``"greedy"``: pivoted Cholesky, each pivot the point of largest residual diagonal;
+- ``"rpcholesky"``: randomly pivoted Cholesky (Chen, Epperly, Tropp and Webber, 2022), each
+  pivot drawn with probability proportional to the residual diagonal.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _core
+
+SOLVERS = ("auto", "dense", "factored")
+POOLS = ("rpcholesky", "greedy", "uniform")
+#: ``factor_rank``'s default: the rank of the Nyström factor of a factored fit.
+DEFAULT_FACTOR_RANK = 1000
+#: ``solver="auto"`` is dense up to this many samples (docs/scale.md).
+AUTO_DENSE_MAX_SAMPLES = 20_000
+# The subsample the pivoted pools are chosen from: `SUBSAMPLE_PER_PIVOT` points a pivot, at
+# least `SUBSAMPLE_MIN` (or every point): the Cholesky on it costs O(s p²).
+SUBSAMPLE_PER_PIVOT = 8
+SUBSAMPLE_MIN = 10_000
+
+
+def resolved_solver(solver, core_name, kernel_name, m, dense_fits) -> str:
+    """``solver`` resolved for a fit of ``m`` samples: ``auto`` is ``dense`` up to
+    ``AUTO_DENSE_MAX_SAMPLES`` when ``dense_fits()`` (the dense fit fits in memory),
+    ``factored`` beyond. A kernel the core does not compute (``core_name`` None: precomputed
+    or callable) is dense; ``factored`` of one is a ValueError naming ``solver``."""
+    if solver == "factored":
+        if core_name is None:
+            raise ValueError(
+                f"solver: 'factored' needs a kernel the core computes (rbf, linear or poly), got kernel={kernel_name!r}"
+            )
+        return "factored"
+    if solver == "dense" or core_name is None:
+        return "dense"
+    if m > AUTO_DENSE_MAX_SAMPLES:
+        return "factored"
+    return "dense" if dense_fits() else "factored"
+
+
+def factor_width(core_name, n_features, m, factor_rank) -> int:
+    """``p``, the columns of ``Φ``: the features for ``linear`` (``Φ = X``), else
+    ``factor_rank``, at most ``m``."""
+    return int(n_features) if core_name == "linear" else min(int(factor_rank), int(m))
+
+
+def diagonal(X, kernel, gamma, degree, coef0) -> np.ndarray:
+    """``κ(x, x)`` of each row of ``X``, in float64."""
+    if kernel == "rbf":
+        return np.ones(len(X))
+    squared = np.einsum("ij,ij->i", X, X, dtype=np.float64)
+    if kernel == "linear":
+        return squared
+    return (gamma * squared + coef0) ** degree
+
+
+def factor_bytes(m: int, p: int, itemsize: int, threads: int) -> int:
+    """Bytes a factor of rank ``p`` takes while it is made: ``Φ``, each thread's block of
+    cross-kernel rows, and the pool's ``p×p`` kernel with its eigendecomposition (float64)."""
+    return m * p * itemsize + threads * 1024 * p * itemsize + 4 * p * p * 8
+
+
+def pool(X, p, method, params, rng, threads) -> np.ndarray:
+    """The indices of the ``p`` pool points among the rows of ``X`` by ``method``."""
+    m = len(X)
+    order = rng.permutation(m)
+    if method == "uniform" or p >= m:
+        return np.sort(order[:p])
+    s = min(m, max(SUBSAMPLE_PER_PIVOT * p, SUBSAMPLE_MIN))
+    subsample = np.sort(order[:s])
+    points = np.ascontiguousarray(X[subsample])
+    chosen = _pivoted_cholesky(points, p, method == "rpcholesky", params, rng, threads)
+    return np.sort(subsample[chosen])
+
+
+def _pivoted_cholesky(points, p, random, params, rng, threads) -> np.ndarray:
+    """``p`` pivots of a partial Cholesky of the kernel of ``points``: drawn with probability
+    proportional to the residual diagonal (``random``), else its largest entry. Stops early
+    when the residual is exhausted."""
+    s = len(points)
+    residual = diagonal(points, params["kernel"], params["gamma"], params["degree"], params["coef0"])
+    columns = np.zeros((s, p))
+    pivots = []
+    for t in range(p):
+        total = residual.sum()
+        if not total > 0.0:
+            break
+        if random:
+            i = int(rng.choice(s, p=residual / total))
+        else:
+            i = int(np.argmax(residual))
+        g = _core.kernel_matrix(points, points[i:i + 1], n_threads=threads, **params)[:, 0].astype(np.float64)
+        g -= columns[:, :t] @ columns[i, :t]
+        if not g[i] > 1e-12 * max(residual.max(), 1e-300):
+            residual[i] = 0.0
+            continue
+        columns[:, t] = g / np.sqrt(g[i])
+        residual = np.maximum(residual - columns[:, t] ** 2, 0.0)
+        residual[i] = 0.0
+        pivots.append(i)
+    return np.asarray(pivots, dtype=np.int64)
+
+
+def training_factor(X, dtype, p, method, params, rng, threads) -> np.ndarray:
+    """``Φ`` of the training rows ``X`` (already in ``dtype``, C-contiguous) for the named
+    kernel ``params``: ``X`` itself for ``linear``, else the Nyström factor of a pool of
+    ``p`` points chosen by ``method``."""
+    if params["kernel"] == "linear":
+        return np.ascontiguousarray(X, dtype=dtype)
+    indices = pool(X, p, method, params, rng, threads)
+    return _core.nystroem_factor(X, indices.astype(np.int64), n_threads=threads, **params)

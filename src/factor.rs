@@ -1,0 +1,144 @@
+//! The Nyström factor of a kernel: `Φ = K[:, P] W` with `W W' = K[P, P]⁺`, so that
+//! `ΦΦ' = K[:, P] K[P, P]⁺ K[P, :]`, the kernel's Nyström approximation on the pool `P`
+//! (docs/scale.md). Built in row blocks, never `m×m`.
+
+use crate::error::{Error, Result};
+use crate::kernel::{self, gemm, Kernel};
+use crate::operator::allocate_factor;
+use crate::real::Real;
+use crate::tuning::FACTOR_BLOCK_ROWS;
+use faer::{Mat, Side};
+use ndarray::{s, Array2, ArrayView2, Axis};
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Relative floor of the pool kernel's eigenvalues: directions of `K[P, P]` below
+/// `floor · λ_max` (rounding, duplicated or nearly duplicated pool points) are dropped
+/// rather than amplified by `λ^{-1/2}`; the float32 floor is its rounding level.
+fn eigenvalue_floor<F: Real>() -> f64 {
+    if std::mem::size_of::<F>() == 4 {
+        1e-6
+    } else {
+        1e-12
+    }
+}
+
+/// `W` (`p × p'`, `p' ≤ p`): `K[P, P] = U Λ U'`, `W = U_+ Λ_+^{-1/2}` over the eigenvalues
+/// above the floor, in float64 whatever `F`.
+fn pool_whitening<F: Real>(pool_kernel: &Array2<F>) -> Result<Array2<F>> {
+    let p = pool_kernel.nrows();
+    let gram = Mat::<f64>::from_fn(p, p, |i, j| pool_kernel[[i, j]].as_f64());
+    let eigen = gram.self_adjoint_eigen(Side::Lower).map_err(|_| {
+        Error::invalid(
+            "factor_rank",
+            "the pool's kernel matrix has no eigendecomposition",
+        )
+    })?;
+    let (vectors, values) = (eigen.U(), eigen.S().column_vector());
+    let largest = (0..p).map(|l| values[l]).fold(0.0f64, f64::max);
+    if !(largest.is_finite() && largest > 0.0) {
+        return Err(Error::invalid(
+            "X",
+            "the kernel of the factor's pool points is zero or not finite",
+        ));
+    }
+    let floor = eigenvalue_floor::<F>() * largest;
+    // Largest eigenvalues first: the factor's leading columns carry most of the kernel.
+    let kept: Vec<usize> = (0..p).rev().filter(|&l| values[l] > floor).collect();
+    Ok(Array2::from_shape_fn((p, kept.len()), |(i, c)| {
+        let l = kept[c];
+        F::from_f64(vectors[(i, l)] / values[l].sqrt())
+    }))
+}
+
+/// The Nyström factor of `kernel` over the rows of `x` on the pool `pool` (indices of
+/// rows of `x`): `Φ` (`m × p'`, row-major, `p' ≤ |pool|` after the eigenvalue floor), each
+/// block of rows its cross kernel with the pool times `W`, one block a task. Gives up
+/// with [`Error::Interrupted`] once `stop` is raised; the factor is allocated fallibly
+/// ([`Error::OutOfMemory`]).
+pub fn nystroem_with_stop<F: Real>(
+    x: ArrayView2<F>,
+    pool: &[usize],
+    kernel: &Kernel,
+    n_threads: usize,
+    stop: &AtomicBool,
+) -> Result<Array2<F>> {
+    kernel.validate_for::<F>()?;
+    let m = x.nrows();
+    if pool.is_empty() || pool.len() > m {
+        return Err(Error::invalid(
+            "factor_rank",
+            format!(
+                "must be between 1 and {m} (the sample size), got {}",
+                pool.len()
+            ),
+        ));
+    }
+    if let Some(&bad) = pool.iter().find(|&&i| i >= m) {
+        return Err(Error::invalid(
+            "pool",
+            format!("index {bad} is not below the sample size {m}"),
+        ));
+    }
+    let points = x.select(Axis(0), pool);
+    let pool_kernel = kernel::cross(points.view(), points.view(), kernel, n_threads)?;
+    let whitening = pool_whitening(&pool_kernel)?;
+    let width = whitening.ncols();
+    let mut factor = allocate_factor::<F>(m, width)?;
+    let thread_pool = crate::pool::shared(n_threads)?;
+    thread_pool.install(|| {
+        factor
+            .axis_chunks_iter_mut(Axis(0), FACTOR_BLOCK_ROWS)
+            .into_par_iter()
+            .enumerate()
+            .try_for_each(|(b, block)| -> Result<()> {
+                if stop.load(Ordering::Relaxed) {
+                    return Err(Error::Interrupted);
+                }
+                let rows = b * FACTOR_BLOCK_ROWS..b * FACTOR_BLOCK_ROWS + block.nrows();
+                let cross = kernel::cross(x.slice(s![rows, ..]), points.view(), kernel, 1)?;
+                gemm(block, cross.view(), whitening.view());
+                Ok(())
+            })
+    })?;
+    if stop.load(Ordering::Relaxed) {
+        return Err(Error::Interrupted);
+    }
+    Ok(factor)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pool_of_every_point_reproduces_the_kernel() {
+        let x = Array2::from_shape_fn((40, 3), |(i, j)| ((i * 7 + j * 3) % 11) as f64 / 5.0);
+        let kernel = Kernel::Rbf { gamma: 0.4 };
+        let pool: Vec<usize> = (0..40).collect();
+        let stop = AtomicBool::new(false);
+        let phi = nystroem_with_stop(x.view(), &pool, &kernel, 2, &stop).unwrap();
+        let exact = kernel::cross(x.view(), x.view(), &kernel, 1).unwrap();
+        let approx = phi.dot(&phi.t());
+        let error = (&approx - &exact)
+            .iter()
+            .fold(0.0f64, |a, v| a.max(v.abs()));
+        assert!(error < 1e-6, "{error}");
+        // Each pool point's own row is exact whatever the pool.
+        let small = [3usize, 17, 29];
+        let phi = nystroem_with_stop(x.view(), &small, &kernel, 1, &stop).unwrap();
+        let approx = phi.dot(&phi.t());
+        for &i in &small {
+            for &j in &small {
+                assert!((approx[[i, j]] - exact[[i, j]]).abs() < 1e-9);
+            }
+        }
+        let error = nystroem_with_stop(x.view(), &[40], &kernel, 1, &stop).unwrap_err();
+        assert!(error.to_string().starts_with("pool: "), "{error}");
+        let error = nystroem_with_stop(x.view(), &[], &kernel, 1, &stop).unwrap_err();
+        assert!(error.to_string().starts_with("factor_rank: "), "{error}");
+        let raised = AtomicBool::new(true);
+        let error = nystroem_with_stop(x.view(), &small, &kernel, 1, &raised).unwrap_err();
+        assert_eq!(error, Error::Interrupted);
+    }
+}

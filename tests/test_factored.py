@@ -1,0 +1,293 @@
+"""The factored solver: ``_core`` selections on a factor, the Nyström factor, and
+``GreedyKFDA(solver=...)`` (docs/scale.md)."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gkfda import CRITERIA, DEFLATIONS, GreedyKFDA, _core
+from gkfda import _validation
+from gkfda._factor import POOLS, training_factor
+
+
+def problem(m=300, d=5, seed=0, classes=2):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((m, d))
+    y = (X[:, 0] + 0.5 * np.sin(3 * X[:, 1]) > 0).astype(int)
+    if classes == 3:
+        y = y + (X[:, 2] > 0.7)
+    return X, y
+
+
+def representatives(phi):
+    """The first row equal to each row of ``phi``: the basis each index stands for."""
+    _, first, inverse = np.unique(phi, axis=0, return_index=True, return_inverse=True)
+    return first[inverse.ravel()]
+
+
+def test_linear_factor_selects_as_the_dense_linear_kernel():
+    X, y = problem(m=400, d=30)
+    order = np.argsort(y, kind="stable")
+    X, y = np.ascontiguousarray(X[order]), y[order]
+    K = np.ascontiguousarray(X @ X.T)
+    for criterion in CRITERIA:
+        for deflation in DEFLATIONS:
+            for stages in (1, 3):
+                options = dict(criterion=criterion, deflation=deflation, stages=stages, seed=1)
+                dense = _core.greedy_select(K, y == 1, 20, **options)
+                factored = _core.greedy_select(None, y == 1, 20, factor=X, **options)
+                assert dense[0].tolist() == factored[0].tolist(), (criterion, deflation, stages)
+                assert dense[1] == factored[1]
+
+
+def test_estimator_factored_with_the_linear_kernel_picks_as_dense():
+    X, y = problem(m=500, d=30, classes=3)
+    for multiclass in ("shared", "ovr"):
+        dense = GreedyKFDA(k=15, kernel="linear", solver="dense", multiclass=multiclass).fit(X, y)
+        factored = GreedyKFDA(k=15, kernel="linear", solver="factored", multiclass=multiclass).fit(X, y)
+        assert (dense.solver_, factored.solver_) == ("dense", "factored")
+        for a, b in zip(np.atleast_2d(dense.support_), np.atleast_2d(factored.support_)):
+            assert np.array_equal(a, b)
+        np.testing.assert_allclose(dense.decision_function(X), factored.decision_function(X), atol=1e-8)
+
+
+def test_a_pool_of_every_point_makes_the_exact_kernel_and_the_same_picks():
+    X, y = problem(m=250)
+    order = np.argsort(y, kind="stable")
+    X, y = np.ascontiguousarray(X[order]), y[order]
+    phi = _core.nystroem_factor(X, np.arange(250), "rbf", gamma=0.3)
+    K = _core.kernel_matrix(X, kernel="rbf", gamma=0.3)
+    np.testing.assert_allclose(phi @ phi.T, K, atol=1e-7)
+    for deflation in DEFLATIONS:
+        dense = _core.greedy_select(K, y == 1, 15, deflation=deflation)
+        factored = _core.greedy_select(None, y == 1, 15, deflation=deflation, factor=phi)
+        assert dense[0].tolist() == factored[0].tolist(), deflation
+
+
+def test_factored_pursuits_pick_as_dense_on_the_linear_kernel():
+    X, y = problem(m=300, d=25)
+    K = np.ascontiguousarray(X @ X.T)
+    target = (2.0 * y - 1.0)
+    for method, options in (("matching", dict(target=target)), ("pca", {}),
+                            ("fisher", dict(classes=y.astype(np.int64)))):
+        dense = _core.pursuit_select(method, K, 10, **options)
+        factored = _core.pursuit_select(method, None, 10, factor=X, **options)
+        assert dense[0].tolist() == factored[0].tolist(), method
+        np.testing.assert_allclose(dense[1], factored[1], rtol=1e-8)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    m=st.integers(12, 60),
+    p=st.integers(1, 8),
+    rank=st.integers(1, 8),
+    duplicated=st.integers(0, 5),
+    tiny_class=st.booleans(),
+    seed=st.integers(0, 2**31 - 1),
+    dtype=st.sampled_from([np.float64, np.float32]),
+)
+def test_random_factors_select_as_their_explicit_kernel(m, p, rank, duplicated, tiny_class, seed, dtype):
+    rng = np.random.default_rng(seed)
+    rank = min(rank, p)
+    phi = rng.standard_normal((m, rank)) @ rng.standard_normal((rank, p))
+    for i in range(min(duplicated, m - 1)):
+        phi[m - 1 - i] = phi[i]
+    y = rng.random(m) < 0.5
+    if tiny_class:
+        y[:] = False
+        y[rng.integers(m)] = True
+    y[0], y[1] = True, False  # both classes present
+    phi = np.ascontiguousarray(phi.astype(dtype))
+    K = np.ascontiguousarray((phi.astype(np.float64) @ phi.astype(np.float64).T).astype(dtype))
+    k = min(m, rank)
+    dense = _core.greedy_select(K, y, k, deflation="projection")
+    factored = _core.greedy_select(None, y, k, deflation="projection", factor=phi)
+    # Picks past the first tie (duplicated rows; a rank-one residual ties every column's
+    # ratio) may differ; the engines must agree before it and both stay within m.
+    reps = representatives(phi)
+    common = min(len(dense[0]), len(factored[0]), max(rank - 1, 0))
+    if dtype == np.float64:
+        assert reps[dense[0][:common]].tolist() == reps[factored[0][:common]].tolist()
+    assert len(set(factored[0].tolist())) == len(factored[0])
+    assert all(0 <= i < m for i in factored[0])
+
+
+def test_factor_arguments_are_checked_by_name():
+    X, y = problem(m=50)
+    with pytest.raises(ValueError, match="^factor: give either"):
+        _core.greedy_select(X @ X.T, y == 1, 5, factor=np.ascontiguousarray(X))
+    with pytest.raises(ValueError, match="^factor: must be a C-contiguous"):
+        _core.greedy_select(None, y == 1, 5, factor=np.asfortranarray(X))
+    with pytest.raises(ValueError, match="^factor: contains NaN"):
+        _core.greedy_select(None, y == 1, 5, factor=np.full((50, 3), np.nan))
+    with pytest.raises(TypeError, match="^factor: must be a 2-D"):
+        _core.greedy_select(None, y == 1, 5, factor=np.zeros((50, 3), dtype=np.int64))
+    with pytest.raises(ValueError, match="^k: "):
+        _core.greedy_select(None, y == 1, 51, factor=np.ascontiguousarray(X))
+    with pytest.raises(ValueError, match="^pool: "):
+        _core.nystroem_factor(X, np.array([50]), "rbf")
+    with pytest.raises(ValueError, match="^pool: "):
+        _core.nystroem_factor(X, np.array([-1]), "rbf")
+
+
+def test_estimator_parameters_are_validated():
+    X, y = problem(m=60)
+    with pytest.raises(ValueError, match="solver"):
+        GreedyKFDA(solver="sparse").fit(X, y)
+    with pytest.raises(ValueError, match="factor_rank"):
+        GreedyKFDA(factor_rank=0).fit(X, y)
+    with pytest.raises(ValueError, match="factor_pool"):
+        GreedyKFDA(factor_pool="kmeans").fit(X, y)
+    with pytest.raises(ValueError, match="^solver: 'factored' needs a kernel the core computes"):
+        GreedyKFDA(solver="factored", kernel="precomputed").fit(X @ X.T, y)
+    assert GreedyKFDA(k=5, solver="auto").fit(X, y).solver_ == "dense"
+
+
+def test_auto_is_factored_when_the_dense_kernel_would_not_fit(monkeypatch):
+    X, y = problem(m=200)
+    monkeypatch.setattr("gkfda.estimator.available_memory", lambda: 200 * 200 * 8 // 2)
+    model = GreedyKFDA(k=5, factor_rank=50).fit(X, y)
+    assert model.solver_ == "factored"
+
+
+def test_a_factor_that_cannot_be_held_is_refused_before_it_starts(monkeypatch):
+    X, y = problem(m=200)
+    monkeypatch.setattr(_validation, "available_memory", lambda: 10_000)
+    with pytest.raises(MemoryError, match="^factor_rank: a factored fit of 200 samples with factor_rank=100"):
+        GreedyKFDA(k=5, solver="factored", factor_rank=100).fit(X, y)
+
+
+@pytest.mark.parametrize("pool", POOLS)
+def test_factored_fits_predict_and_keep_the_sparsity_path(pool):
+    X, y = problem(m=800, d=4)
+    model = GreedyKFDA(k=30, gamma=0.5, solver="factored", factor_rank=120, factor_pool=pool,
+                       random_state=0).fit(X, y)
+    assert model.solver_ == "factored" and model.k_ == 30
+    assert model.score(X, y) > 0.85
+    # The model is fitted on the exact kernel columns of its bases: as a dense fit on them.
+    proba = model.proba_path(X[:50], ks=[10, 30])
+    assert proba.shape == (2, 50, 2)
+    np.testing.assert_allclose(proba[-1], model.predict_proba(X[:50]))
+    truncated = model.truncate(10)
+    np.testing.assert_allclose(truncated.predict_proba(X[:50]), proba[0])
+    errors = model.error_path(X, y, ks=[10, 30])
+    assert errors.shape == (2,)
+
+
+def test_training_factor_of_rbf_is_exact_on_its_pool():
+    X, _ = problem(m=300)
+    params = dict(kernel="rbf", gamma=0.4, degree=3, coef0=1.0)
+    rng = np.random.default_rng(0)
+    phi = training_factor(X, np.float64, 40, "rpcholesky", params, rng, 1)
+    assert phi.shape[0] == 300 and phi.shape[1] <= 40
+    diagonal = np.einsum("ij,ij->i", phi, phi)
+    assert np.all(diagonal <= 1.0 + 1e-8)
+
+
+def test_a_factored_model_round_trips_through_the_model_file(tmp_path):
+    import gkfda
+
+    X, y = problem(m=400)
+    model = GreedyKFDA(k=20, solver="factored", factor_rank=50).fit(X, y)
+    for lean in (False, True):
+        path = tmp_path / f"model-{lean}.gkfda"
+        gkfda.save(model, path, lean=lean)
+        loaded = gkfda.load(path)
+        assert loaded.solver_ == "factored"
+        np.testing.assert_array_equal(loaded.predict_proba(X), model.predict_proba(X))
+
+
+def regression(m=120, d=6, seed=1):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((m, d))
+    return X, X[:, 0] + np.sin(2 * X[:, 1]) + 0.1 * rng.standard_normal(m)
+
+
+def pursuit_fits(kernel, **options):
+    """``(name, fit(solver), output(model))`` of each pursuit estimator taking ``solver``."""
+    from gkfda import GreedyNystroem, KernelMatchingPursuit, SparseKernelPCA
+
+    X, target = regression(d=12)  # rank 12 > k for the linear kernel: no exhausted residual
+    labels = (target > 0).astype(int)
+    params = dict(kernel=kernel, **options)
+    yield ("KernelMatchingPursuit", lambda solver: KernelMatchingPursuit(k=8, solver=solver, **params).fit(X, target),
+           lambda model: (model.support_, model.predict(X)))
+    yield ("SparseKernelPCA", lambda solver: SparseKernelPCA(n_components=8, solver=solver, **params).fit(X),
+           lambda model: (model.support_, model.transform(X)))
+    for criterion, y in (("pca", None), ("matching", target), ("optimal", labels), ("random", labels)):
+        yield (f"GreedyNystroem-{criterion}",
+               lambda solver, c=criterion, y=y: GreedyNystroem(
+                   n_components=8, criterion=c, solver=solver, random_state=0, **params).fit(X, y),
+               lambda model: (model.component_indices_, model.transform(X)))
+
+
+@pytest.mark.parametrize("kernel, options", [("linear", {}), ("rbf", dict(gamma=0.05, factor_rank=120))])
+def test_factored_pursuit_estimators_pick_and_fit_as_dense(kernel, options):
+    # Linear: Φ = X is exact. rbf with a pool of every point: ΦΦ' is the kernel to rounding.
+    for name, fit, output in pursuit_fits(kernel, **options):
+        dense, factored = fit("dense"), fit("factored")
+        assert (dense.solver_, factored.solver_) == ("dense", "factored"), name
+        (dense_support, dense_out), (factored_support, factored_out) = output(dense), output(factored)
+        assert dense_support.tolist() == factored_support.tolist(), name
+        np.testing.assert_allclose(factored_out, dense_out, atol=1e-8, err_msg=name)
+
+
+def test_pursuit_estimators_validate_the_solver_and_refuse_factored_precomputed():
+    from gkfda import GreedyNystroem, KernelMatchingPursuit, SparseKernelPCA
+
+    X, target = regression(m=40)
+    K = X @ X.T
+    for model, y in ((KernelMatchingPursuit(k=3), target), (SparseKernelPCA(n_components=3), None),
+                     (GreedyNystroem(n_components=3), None)):
+        assert model.set_params(solver="auto").fit(X, y).solver_ == "dense"
+        for name, bad in (("solver", "sparse"), ("factor_rank", 0), ("factor_pool", "kmeans")):
+            with pytest.raises(ValueError, match=name):
+                model.set_params(**{"solver": "auto", "factor_rank": 10, "factor_pool": "uniform", name: bad}).fit(X, y)
+        model.set_params(solver="factored", factor_rank=10, factor_pool="uniform", kernel="precomputed")
+        with pytest.raises(ValueError, match="^solver: 'factored' needs a kernel the core computes"):
+            model.fit(K, y)
+        model.set_params(solver="factored", kernel=lambda a, b: a @ b.T)
+        with pytest.raises(ValueError, match="^solver: 'factored'"):
+            model.fit(X, y)
+        assert model.set_params(solver="auto").fit(X, y).solver_ == "dense"
+
+
+def test_pursuit_estimators_fit_factored_on_a_low_rank_factor():
+    from gkfda import GreedyNystroem, KernelMatchingPursuit, SparseKernelPCA
+
+    X, target = regression(m=400, d=3)
+    kmp = KernelMatchingPursuit(k=20, gamma=0.5, solver="factored", factor_rank=60, random_state=0).fit(X, target)
+    assert kmp.solver_ == "factored" and kmp.score(X, target) > 0.9
+    pca = SparseKernelPCA(n_components=15, gamma=0.5, solver="factored", factor_rank=60, random_state=0).fit(X)
+    dense = SparseKernelPCA(n_components=15, gamma=0.5, solver="dense").fit(X)
+    assert pca.reconstruction_error(X) < 1.05 * dense.reconstruction_error(X)
+    assert np.all(np.diff(pca.explained_variance_) <= 0)
+    landmarks = GreedyNystroem(n_components=15, solver="factored", factor_rank=60, random_state=0).fit(X, target > 0)
+    assert landmarks.transform(X).shape == (400, 15)
+
+
+def test_cv_passes_the_solver_to_its_fits():
+    from gkfda import GreedyKFDACV
+
+    X, y = problem(m=150)
+    search = GreedyKFDACV(gammas=2, max_k=6, cv=3, solver="factored", factor_rank=40).fit(X, y)
+    assert search.solver_ == search.best_estimator_.solver_ == "factored"
+    assert search.best_estimator_.factor_rank == 40
+    assert GreedyKFDACV(gammas=1, max_k=4, cv=3).fit(X, y).solver_ == "dense"
+
+
+def test_a_factored_sparse_kernel_pca_round_trips_through_the_model_file(tmp_path):
+    import gkfda
+    from gkfda import SparseKernelPCA
+
+    X, _ = regression(m=200)
+    model = SparseKernelPCA(n_components=10, gamma=0.3, solver="factored", factor_rank=50, factor_pool="greedy",
+                            random_state=0).fit(X)
+    for lean in (False, True):
+        path = tmp_path / f"pca-{lean}.gkfda"
+        gkfda.save(model, path, lean=lean)
+        loaded = gkfda.load(path)
+        assert loaded.solver_ == "factored"
+        assert loaded.get_params() == model.get_params()
+        np.testing.assert_array_equal(loaded.transform(X), model.transform(X))
