@@ -65,7 +65,7 @@ html_static_path = []
 # The guides of docs/ are written for the repository (GitHub renders them where they are); here
 # each is read through its stub page of the same name, so that links between guides stay links,
 # links to other files of the repository become downloads and links to folders plain text.
-GUIDES = ("architecture", "serving", "model-format", "bad-input", "PERFORMANCE", "RESULTS")
+GUIDES = ("architecture", "serving", "model-format", "scale", "defaults", "bad-input", "PERFORMANCE", "RESULTS")
 _LINK = re.compile(r"(?<!!)\[([^\]]+)\]\(([^)\s]+)\)")
 
 
