@@ -95,12 +95,12 @@ def onnx_latencies(model, X_test, calls):
     onnx_model = gkfda.to_onnx(model, X_test[:1])
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = 1
-    session = onnxruntime.InferenceSession(onnx_model.SerializeToString(), options,
+    runtime = onnxruntime.InferenceSession(onnx_model.SerializeToString(), options,
                                            providers=["CPUExecutionProvider"])
-    name = session.get_inputs()[0].name
+    name = runtime.get_inputs()[0].name
     row, batch = X_test[:1], X_test[:1000]
-    return (per_call(lambda: session.run(None, {name: row}), calls),
-            per_call(lambda: session.run(None, {name: batch}), max(calls // 100, 5)))
+    return (per_call(lambda: runtime.run(None, {name: row}), calls),
+            per_call(lambda: runtime.run(None, {name: batch}), max(calls // 100, 5)))
 
 
 def main(argv=None) -> int:

@@ -50,7 +50,7 @@ CASES = [
 ]
 
 
-def session(onx):
+def inference(onx):
     return ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
 
 
@@ -68,7 +68,7 @@ def parity(name, data, make_model):
     row = {"case": name, "data": data}
     for dtype in (np.float32, np.float64):
         test = X[cut:].astype(dtype)
-        outputs = session(to_onnx(model, test[:1])).run(None, {"X": test})
+        outputs = inference(to_onnx(model, test[:1])).run(None, {"X": test})
         if hasattr(model, "predict_proba"):
             label, probabilities = outputs
             difference = np.abs(probabilities - model.predict_proba(test)).max()

@@ -492,19 +492,8 @@ pub(crate) fn expansion_prepared<F: Real>(
         general_mat_mul(1.0, values_f64, &weights, 1.0, &mut out_block);
     };
     for_each_row_block(&mut out, n_threads, stop, work)?;
-    // Finite points whose kernel values overflow `F` (a polynomial of large features, the
-    // norms of an RBF in float32) give infinite or NaN sums: refused, not returned. One
-    // look at each of the n·C outputs, nothing beside a row's k kernel values.
-    if !out.iter().all(|value| value.is_finite()) {
-        return Err(Error::invalid(
-            "X",
-            format!(
-                "its kernel values with the model's bases overflow {}; scale the features",
-                std::any::type_name::<F>()
-            ),
-        ));
-    }
-    Ok(out)
+    // One look at each of the n·C outputs, nothing beside a row's k kernel values.
+    refuse_overflow::<F>(out)
 }
 
 /// [`expansion_prepared`] of a few rows, each by one direct pass over the bases: SIMD
@@ -552,6 +541,13 @@ pub(crate) fn expansion_direct<F: Real>(
             *out = sum + bias[c];
         }
     }
+    refuse_overflow::<F>(out)
+}
+
+/// `out`, or an error naming `X` when a value is not finite: finite points whose kernel
+/// values overflow `F` (a polynomial of large features, the norms of an RBF in float32)
+/// give infinite or NaN sums, refused rather than returned.
+fn refuse_overflow<F: Real>(out: Array2<f64>) -> Result<Array2<f64>> {
     if !out.iter().all(|value| value.is_finite()) {
         return Err(Error::invalid(
             "X",

@@ -51,9 +51,9 @@ def classification(n_classes, labels=None, n=240, d=5, seed=0):
 
 def run(onx, X):
     """The graph's outputs on ``X`` under ONNX Runtime, by name."""
-    session = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
-    names = [output.name for output in session.get_outputs()]
-    return dict(zip(names, session.run(None, {session.get_inputs()[0].name: X})))
+    runtime = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [output.name for output in runtime.get_outputs()]
+    return dict(zip(names, runtime.run(None, {runtime.get_inputs()[0].name: X})))
 
 
 def assert_core(onx):
