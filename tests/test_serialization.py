@@ -369,7 +369,7 @@ def _header(data):
 def _sealed(data):
     """``data`` with a checksum that matches it: a file that lies on purpose (its writer
     can compute the checksum), for the checks behind the checksum."""
-    from gkfda._serialization import _sealed
+    from gkfda._serialization.layout import _sealed
 
     try:
         return _sealed(data)

@@ -1,0 +1,84 @@
+"""What every part of the model file's code shares: the format's constants, its fault, the
+parameters as JSON and the checks of plain JSON values."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+FORMAT = "gkfda"
+FORMAT_VERSION = 1
+#: The largest header a reader accepts (the metadata and the tensors' table).
+HEADER_LIMIT = 16 * 2**20
+
+_FILE_DTYPES = {
+    "F64": np.dtype("<f8"), "F32": np.dtype("<f4"), "I64": np.dtype("<i8"), "BOOL": np.dtype("bool"),
+    "U8": np.dtype("u1"),
+}
+#: The tensor that holds the SHA-256 of the rest of the file (every byte but its own 32): a
+#: byte flipped anywhere, header or data, is then an error rather than another valid model.
+CHECKSUM = "checksum"
+_DTYPE_NAMES = {np.dtype(dtype): name for name, dtype in _FILE_DTYPES.items()}
+# Integer arrays of other widths are written as I64 and cast back.
+_CAST_DTYPES = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
+_SCALARS = {"float64": np.float64, "float32": np.float32, "int64": np.int64, "int32": np.int32, "bool": np.bool_}
+_KERNELS = ("rbf", "linear", "poly", "precomputed")
+_LINKS = {"classifier": ("logistic", "softmax", "ovr"), "regressor": ("identity",), "transformer": ("identity",)}
+_LARGEST_DEGREE = np.iinfo(np.int32).max
+# The predictor's kinds of class labels, by NumPy dtype kind.
+_KINDS = {"i": "int", "u": "int", "f": "float", "b": "bool", "U": "str", "O": "str"}
+# Deeper JSON than any state gkfda writes: a bound on the decoder's recursion.
+_LARGEST_DEPTH = 16
+# What scikit-learn's set_output leaves on a transformer; prediction (transform) reads it.
+# Kept where the estimator has them; absent from files written before they existed.
+_OPTIONAL = ("feature_names_in_", "_sklearn_output_config", "solver_")
+
+
+class _Invalid(Exception):
+    """A fault in the file; :func:`load` reports it as a ValueError after the path."""
+
+
+def _plain(value):
+    """A JSON value of finite numbers."""
+    if value is None or isinstance(value, (bool, str, int)):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(_plain(item) for item in value)
+    if isinstance(value, dict):  # kernel_params of a named kernel: its gamma, degree or coef0
+        return all(isinstance(key, str) and _plain(item) for key, item in value.items())
+    return False
+
+
+def _params(estimator):
+    """``get_params(deep=False)`` as JSON values."""
+    params = {}
+    for name, value in estimator.get_params(deep=False).items():
+        if name == "dtype":
+            value = np.dtype(value).name
+        elif isinstance(value, np.random.RandomState) or name in ("cv", "scoring") and not _plain(value):
+            value = None  # state of a generator, or code: not data the file can hold
+        elif isinstance(value, (np.ndarray, list, tuple)):
+            value = np.asarray(value).tolist()
+        elif isinstance(value, np.generic):
+            value = value.item()
+        if not _plain(value):
+            raise ValueError(f"{name}: {value!r} cannot be written to a model file (not a JSON value)")
+        params[name] = value
+    return params
+
+
+def _member(value, options):
+    """``value in options`` for a JSON value, which may be unhashable."""
+    return isinstance(value, str) and value in options
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
