@@ -578,13 +578,15 @@ def test_refusal_counts_the_selection_and_the_model(monkeypatch):
     with pytest.raises(MemoryError, match=r"^X: a fit of 1000 samples with k=100 needs [\d.]+ GiB "
                                           r"\(the 1000×1000 float64 kernel matrix [\d.]+ GiB, "
                                           r"the selection and the model [\d.]+ GiB\) but only"):
-        GreedyKFDA(k=k).fit(X, y)
+        GreedyKFDA(k=k, solver="dense").fit(X, y)
     monkeypatch.setattr(_validation, "available_memory", lambda: kernel_bytes + working + 2**20)
     assert GreedyKFDA(k=k).fit(X, y).k_ > 0  # fitted (this noise may stop the selection early)
     # One-vs-rest: three selections may run side by side, each with its terms.
     y3 = np.arange(m) % 3
     with pytest.raises(MemoryError, match="the selection and the model"):
-        GreedyKFDA(k=k, multiclass="ovr").fit(X, y3)
+        GreedyKFDA(k=k, multiclass="ovr", solver="dense").fit(X, y3)
+    # solver="auto" holds the kernel as a factor when the dense fit would not fit.
+    assert GreedyKFDA(k=k, multiclass="ovr", factor_rank=50).fit(X, y3).solver_ == "factored"
 
 
 def test_refusal_of_a_precomputed_kernel_counts_only_a_copy(monkeypatch):

@@ -146,8 +146,11 @@ def test_estimator_parameters_are_validated():
 
 def test_auto_is_factored_when_the_dense_kernel_would_not_fit(monkeypatch):
     X, y = problem(m=200)
-    monkeypatch.setattr("gkfda.estimator.available_memory", lambda: 200 * 200 * 8 // 2)
-    model = GreedyKFDA(k=5, factor_rank=50).fit(X, y)
+    dense_bytes = 200 * 200 * 8 + _validation.fit_working_bytes(200, 5, 1, np.float64)
+    monkeypatch.setattr(_validation, "available_memory", lambda: dense_bytes - 1)
+    with pytest.raises(MemoryError, match="^X: a fit of 200 samples"):
+        GreedyKFDA(k=5, solver="dense").fit(X, y)
+    model = GreedyKFDA(k=5, factor_rank=20).fit(X, y)
     assert model.solver_ == "factored"
 
 

@@ -66,7 +66,8 @@ def diagonal(X, kernel, gamma, degree, coef0) -> np.ndarray:
 def factor_bytes(m: int, p: int, itemsize: int, threads: int) -> int:
     """Bytes a factor of rank ``p`` takes while it is made: ``Φ``, each thread's block of
     cross-kernel rows, and the pool's ``p×p`` kernel with its eigendecomposition (float64)."""
-    return m * p * itemsize + threads * 1024 * p * itemsize + 4 * p * p * 8
+    block_rows = min(m, 1024)  # the core's FACTOR_BLOCK_ROWS
+    return m * p * itemsize + threads * block_rows * p * itemsize + 4 * p * p * 8
 
 
 def pool(X, p, method, params, rng, threads) -> np.ndarray:

@@ -22,23 +22,17 @@ from ._kernels import (
     _count,
     _Number,
     KERNEL_CONSTRAINTS,
-    check_kernel_arguments,
     core_kernel,
     kernel_between,
     kernel_parameters,
     precomputed_columns,
-    precomputed_training_kernel,
-    resolve_gamma,
     validate_input,
 )
-from ._factor import DEFAULT_FACTOR_RANK, POOLS, SOLVERS, factor_width, resolved_solver, training_factor
-from ._factor import diagonal as factor_diagonal
+from ._factor import DEFAULT_FACTOR_RANK, POOLS, SOLVERS
+from ._training import prepare_training
 from ._model import compacted, fit_discriminant, one_blas_thread
 from .bounds import FeatureMoments, GeneralisationBound, _check_delta, _check_radius, _check_variant, fisher_discriminant_bound
-from ._validation import (
-    available_memory, check_factored_fit_fits, check_fit_fits, check_full_state, check_precomputed_kernel,
-    checked_priors, encoded_classes, fit_working_bytes, thread_count,
-)
+from ._validation import check_full_state, checked_priors, thread_count
 
 DTYPES = ("float64", "float32")
 MULTICLASS = ("shared", "ovr")
@@ -292,26 +286,6 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
 
     # -- kernels ----------------------------------------------------------------------
 
-    def _training_kernel(self, X, dtype, threads, k, selections):
-        """The training kernel in ``dtype``, once the whole fit is known to fit in memory
-        (``k`` bases for each of ``selections`` problems)."""
-        m = X.shape[0]
-        entries = m * m
-        if self.kernel == "precomputed":
-            return precomputed_training_kernel(X, dtype, k, selections, n_threads=threads)
-        if core_kernel(self.kernel, self.degree) is None:
-            # The callable's (or pairwise_kernels') float64 matrix, and its float32 copy.
-            kernel_bytes = entries * 8 + (entries * 4 if np.dtype(dtype) == np.float32 else 0)
-        else:
-            kernel_bytes = entries * np.dtype(dtype).itemsize
-        check_fit_fits(m, k, selections, dtype, kernel_bytes)
-        if callable(self.kernel):
-            K = _check_callable_output(self.kernel(X, X), (m, m))
-            K = _convert(K, dtype, "kernel")
-            check_precomputed_kernel(K, argument="kernel")
-            return K
-        return kernel_between(X, None, self.kernel, self._kernel_params(), dtype, threads)
-
     def _kernel_params(self):
         params = kernel_parameters(self, self._gamma)
         return {"kernel": core_kernel(self.kernel, params["degree"]) or self.kernel, **params}
@@ -347,52 +321,13 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         -------
         self : GreedyKFDA
         """
-        dtype, threads = self._dtype(), thread_count(self.n_jobs)
         rng = check_random_state(self.random_state)
-        X, y = self._validate_X(X, reset=True, y=y)
-        self.classes_, y_index = encoded_classes(y)
-        n_classes = len(self.classes_)
-        self.priors_ = self._checked_priors(y_index, n_classes)
-        m = X.shape[0]
-        k = self._resolved_k(n_classes, m)
-        check_kernel_arguments(self)
-        self._gamma = resolve_gamma(self.gamma, self.kernel, X, dtype)
-        # The kernel is built with the training set ordered by class: the engine's passes
-        # then split each kernel row by class and meet each element once for `K x` and
-        # `K D x` together, where interleaved classes take two multiply-adds. Indices are
-        # mapped back to the caller's order, so nothing outside this method sees it.
-        # (A precomputed kernel is used as given: reordering it would copy it.)
-        if self.kernel == "precomputed":
-            by_class, X_ordered = np.arange(m), X
-        else:
-            by_class = np.argsort(y_index, kind="stable")
-            X_ordered = X[by_class]
-        one_basis = n_classes == 2 or self.multiclass == "shared"
-        n_selections = 1 if one_basis else n_classes
-        codes = y_index[by_class]
-        # One problem of C classes, or C problems of two (class c against the rest: code 1).
-        problems = [codes] if one_basis else [(codes == c).astype(np.intp) for c in range(n_classes)]
-        self.solver_ = self._resolved_solver(m, k, n_selections, dtype, threads)
-        if self.solver_ == "dense":
-            K = self._training_kernel(X_ordered, dtype, threads, k, n_selections)
-            diagonal = np.diagonal(K)
-            selections = self._select(K, problems, k, rng, threads, by_class)
-
-            def columns(support):
-                return K[:, support], K[np.ix_(support, support)]
-        else:
-            X_ordered = _convert(X_ordered, dtype, "X")
-            selections = self._select_factored(X_ordered, problems, k, rng, threads, by_class, n_selections)
-            diagonal = factor_diagonal(X_ordered, **self._kernel_params())
-            union = np.unique(np.concatenate([support for support, _, _ in selections]))
-            # The exact kernel columns of the chosen bases (m × |union|, never m×m).
-            cross = kernel_between(
-                X_ordered, np.ascontiguousarray(X_ordered[union]), self.kernel, self._kernel_params(), dtype, threads
-            )
-
-            def columns(support):
-                block = cross[:, np.searchsorted(union, support)]
-                return block, block[support]
+        problem = prepare_training(self, X, y, rng)
+        self.classes_, self.priors_, self.solver_, self._gamma = problem.classes, problem.priors, problem.solver, problem.gamma
+        problems, by_class, threads = problem.problems, problem.by_class, problem.threads
+        selections = self._select(problem, rng)
+        columns = problem.columns([support for support, _, _ in selections], self.kernel)
+        diagonal = problem.diagonal()
         kernel_scale = float(np.mean(diagonal, dtype=np.float64))
         self._models = [
             fit_discriminant(
@@ -411,18 +346,18 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
             )
         # What the generalisation bound needs of the training set (two classes only).
         self._feature_moments = None
-        if n_classes == 2:
+        if len(self.classes_) == 2:
             (support, _, _), model = selections[0], self._models[0]
             largest_norm = float(np.sqrt(max(np.max(diagonal), 0.0)))
             with one_blas_thread():  # O(m k²), and OpenBLAS's workers would spin afterwards
                 features = np.asarray(columns(support)[0], dtype=np.float64) @ model.projection.T
-                self._feature_moments = FeatureMoments.of(features, codes, support, largest_norm)
-        self._fitted_k = k
+                self._feature_moments = FeatureMoments.of(features, problem.codes, support, largest_norm)
+        self._fitted_k = problem.k
         union = np.unique(np.concatenate([model.support for model in self._models]))
         # Keep only the training points the models need, indexed by training index.
         self._union_support = union
-        self._union_labels = y_index[union]
-        self._support_points = None if self.kernel == "precomputed" else _IndexedRows(X, union)
+        self._union_labels = problem.y_index[union]
+        self._support_points = None if self.kernel == "precomputed" else _IndexedRows(problem.X, union)
         self._set_public_attributes()
         return self
 
@@ -469,39 +404,20 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
             warnings.warn(
                 f"k={k} is larger than the number of training samples ({m}): {m} bases are used.",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
             return m
         return k
 
-    def _resolved_solver(self, m, k, selections, dtype, threads):
-        """``solver`` resolved for a fit of ``m`` samples: ``auto`` is ``dense`` up to
-        ``_factor.AUTO_DENSE_MAX_SAMPLES`` when the dense fit fits in memory, ``factored`` beyond;
-        precomputed and callable kernels are dense."""
-        def dense_fits():
-            dense_bytes = m * m * np.dtype(dtype).itemsize + fit_working_bytes(m, k, selections, dtype)
-            return dense_bytes <= available_memory()
-
-        return resolved_solver(self.solver, core_kernel(self.kernel, self.degree), self._kernel_name(), m, dense_fits)
-
-    def _select_factored(self, X, problems, k, rng, threads, by_class, selections):
-        """The bases of each problem on the factor of the kernel of the training rows ``X``
-        (in the engine's dtype), once it is known to fit in memory."""
-        m = len(X)
-        p = factor_width(core_kernel(self.kernel, self.degree), X.shape[1], m, self.factor_rank)
-        check_factored_fit_fits(m, p, k, selections, X.dtype, threads)
-        params = self._kernel_params()
-        factor = training_factor(X, X.dtype, p, self.factor_pool, params, rng, threads)
-        return self._select(None, problems, k, rng, threads, by_class, factor=factor)
-
-    def _select(self, K, problems, k, rng, threads, by_class, factor=None):
-        """The bases of each problem on ``K``, or on the kernel ``ΦΦ'`` of ``factor`` (row
-        ``i`` is training sample ``by_class[i]``): ``(support, stopped_early, kernel_passes)``
-        per problem of class codes.
+    def _select(self, problem, rng):
+        """The bases of each of ``problem``'s problems on its kernel, or on the kernel ``ΦΦ'``
+        of its factor (row ``i`` is training sample ``problem.by_class[i]``):
+        ``(support, stopped_early, kernel_passes)`` per problem of class codes.
 
         The one-vs-rest problems of a multiclass fit go to the core together, which runs
         those whose passes are bound by memory side by side, sharing each pass over ``K``.
         """
+        problems, by_class, k = problem.problems, problem.by_class, problem.k
         orders = None
         if self.criterion == "random":
             # A random priority over training samples, whatever the kernel's row order.
@@ -513,9 +429,10 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
             criterion=self.criterion,
             deflation=self.deflation,
             stages=int(self.stages),
-            n_threads=threads,
-            factor=factor,
+            n_threads=problem.threads,
+            factor=problem.factor,
         )
+        K = problem.kernel
         try:
             if len(problems) == 1:
                 (codes,) = problems

@@ -26,15 +26,12 @@ from .._kernels import (
     kernel_between,
     kernel_diagonal,
     kernel_parameters,
-    _convert,
     precomputed_columns,
-    precomputed_training_kernel,
     resolve_gamma,
 )
-from .._factor import POOLS, SOLVERS, factor_width, resolved_solver, training_factor
-from .._validation import (
-    available_memory, check_factored_fit_fits, check_fit_fits, fit_working_bytes, thread_count,
-)
+from .._factor import POOLS, SOLVERS
+from .._training import checked_training_factor, dense_training_kernel, solver_for
+from .._validation import thread_count
 
 
 
@@ -194,17 +191,9 @@ class _KernelPursuit(BaseEstimator):
     def _training_kernel(self, X, k, kernels=1, argument="X"):
         """The training kernel of ``X`` (``X`` itself, checked, when precomputed); first
         ``gamma``, and the memory check of a fit with ``kernels`` m×m matrices and ``k`` picks."""
-        dtype = self._dtype()
         self._gamma = self._resolve_gamma(X, argument)
-        if self._precomputed():
-            return precomputed_training_kernel(X, dtype, k, kernels, argument, n_threads=self._threads())
-        m = X.shape[0]
-        itemsize = np.dtype(dtype).itemsize
-        if core_kernel(self.kernel, self._kernel_params()["degree"]) is None:  # float64, then a copy in dtype
-            itemsize += 8 if dtype == np.float32 else 0
-        check_fit_fits(m, k, kernels, dtype, kernels * m * m * itemsize, argument)
-        return kernel_between(X, None, self.kernel, self._kernel_params(), dtype, self._threads(), argument,
-                              rows=self._callable_rows)
+        return dense_training_kernel(X, self.kernel, self._kernel_params(), self._dtype(), self._threads(), k,
+                                     kernels, matrices=kernels, argument=argument, rows=self._callable_rows)
 
     def _core_kernel(self):
         """The core's name of the kernel, None for one it does not compute (precomputed, callable)."""
@@ -214,26 +203,14 @@ class _KernelPursuit(BaseEstimator):
 
     def _resolved_solver(self, m, k):
         """``solver`` for a fit of ``m`` samples and ``k`` picks, by GreedyKFDA's rule."""
-        dtype = np.dtype(self._dtype())
-
-        def dense_fits():
-            return m * m * dtype.itemsize + fit_working_bytes(m, k, 1, dtype) <= available_memory()
-
-        return resolved_solver(self.solver, self._core_kernel(), self._kernel_name(), m, dense_fits)
+        return solver_for(self.solver, self.kernel, self._core_kernel(), m, k, 1, self._dtype())
 
     def _training_factor(self, X, k):
-        """``Φ`` with ``ΦΦ'`` the training kernel of ``X``, as GreedyKFDA's
-        (``training_factor``, in the engine's dtype); first ``gamma``, and the check that
-        the factor and ``k`` picks fit in memory."""
-        dtype, threads = self._dtype(), self._threads()
+        """``Φ`` with ``ΦΦ'`` the training kernel of ``X``, as GreedyKFDA's (in the engine's
+        dtype); first ``gamma``, and the check that the factor and ``k`` picks fit in memory."""
         self._gamma = self._resolve_gamma(X)
-        X = _convert(X, dtype, "X")
-        name = self._core_kernel()
-        m, p = len(X), factor_width(name, X.shape[1], len(X), self.factor_rank)
-        check_factored_fit_fits(m, p, k, 1, dtype, threads)
-        params = {"kernel": name, **self._kernel_params()}
-        rng = check_random_state(self.random_state)
-        return training_factor(X, dtype, p, self.factor_pool, params, rng, threads)
+        return checked_training_factor(X, self._core_kernel(), self._kernel_params(), self._dtype(), self._threads(),
+                                       k, 1, self.factor_rank, self.factor_pool, check_random_state(self.random_state))
 
     def _points(self, X, indices):
         """The training points ``X[indices]`` a model keeps: none of a precomputed kernel,
