@@ -13,6 +13,9 @@ timed apart from the kernel computation. Sections:
 * ``float32`` — float32 against float64, and whether the selections agree;
 * ``memory``  — peak resident memory of a whole fit (in a fresh process) against bytes(K);
 * ``kernel``  — the kernel computation against ``sklearn.metrics.pairwise.rbf_kernel``;
+* ``precomputed`` — a ``kernel="precomputed"`` fit (m = 3,000, k = 150) against its input
+  checks (``_core.kernel_checks``: finite, symmetric, the 2×2 minors of PSD) and the
+  selection's set-up pass over the kernel (a selection of one pick);
 * ``large``   — m = 30,000 in float32, k = 200, stages 10: kernel + fit, and the up-front
   refusal of a size that cannot fit in memory;
 * ``path``    — the sparsity path (k = 10, 20, ..., 200) against the greedy fit;
@@ -50,7 +53,7 @@ import numpy as np
 from gkfda import CRITERIA, DEFLATIONS, GreedyKFDA, _core, reference, simd_level
 from timing import median_time, wait_for_idle_cores
 
-SECTIONS = ("floor", "stages", "float32", "memory", "kernel", "large", "path", "loop", "multiclass", "spin")
+SECTIONS = ("floor", "stages", "float32", "memory", "kernel", "precomputed", "large", "path", "loop", "multiclass", "spin")
 
 
 CLASS_SORTED = True
@@ -283,6 +286,23 @@ def section_kernel(args):
         difference = float(np.max(np.abs(_core.kernel_matrix(X, kernel="rbf", gamma=gamma) - rbf_kernel(X, gamma=gamma))))
         print(f"| {np.dtype(dtype).name} | {ours * 1e3:.0f} | {theirs * 1e3:.0f} | {theirs / ours:.2f}× | "
               f"{difference:.1e} |")
+    return True
+
+
+def section_precomputed(args):
+    m, k = 3000, 150
+    X, y = problem(m, args.d, np.float64)
+    K = _core.kernel_matrix(X, kernel="rbf", gamma=1.0 / args.d, n_threads=args.threads)
+    model = GreedyKFDA(kernel="precomputed", k=k, n_jobs=args.threads)
+    fit = median_time(lambda: model.fit(K, y), args.repeats, settle=True)
+    checks = median_time(lambda: _core.kernel_checks(K, n_threads=args.threads), args.repeats)
+    setup = median_time(lambda: select(K, y, 1, "projection", 1, args.threads), args.repeats)
+    print(f"\n### A precomputed kernel's checks (m={m}, k={k}, {args.threads} threads)\n")
+    print("| step | ms | share of the fit |")
+    print("|---|---|---|")
+    for name, seconds in (("whole fit", fit), ("the checks (one tiled pass, both triangles)", checks),
+                          ("the selection's set-up pass and one pick", setup)):
+        print(f"| {name} | {seconds * 1e3:.1f} | {seconds / fit:.1%} |")
     return True
 
 
