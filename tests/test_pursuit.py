@@ -259,8 +259,10 @@ def test_greedy_nystroem_supervised_takes_the_fisher_bases(n_classes):
     X, y, _, K, _ = problem(9)
     labels = np.digitize(y, np.quantile(y, np.linspace(0, 1, n_classes + 1)[1:-1]))
     model = GreedyNystroem(n_components=10, gamma=0.4).fit(X, labels)
-    expected = reference.select(K, labels, 10, criterion="optimal", deflation="schur")
+    expected = reference.select(K, labels, 10, criterion="optimal", deflation="projection")
     np.testing.assert_array_equal(model.component_indices_, expected)
+    schur = GreedyNystroem(n_components=10, gamma=0.4, deflation="schur").fit(X, labels)
+    np.testing.assert_array_equal(schur.component_indices_, reference.select(K, labels, 10, deflation="schur"))
     random = GreedyNystroem(n_components=10, criterion="random", gamma=0.4, random_state=0).fit(X)
     assert len(set(random.component_indices_.tolist())) == 10
 

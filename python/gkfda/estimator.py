@@ -35,6 +35,9 @@ from .bounds import FeatureMoments, GeneralisationBound, _check_delta, _check_ra
 from ._validation import check_full_state, checked_priors, thread_count
 
 DTYPES = ("float64", "float32")
+#: ``deflation``'s default, chosen on the study's evidence (docs/defaults.md); ``GreedyNystroem``'s
+#: ``deflation="auto"`` is this one too.
+DEFAULT_DEFLATION = "projection"
 MULTICLASS = ("shared", "ovr")
 
 #: ``k=None``: bases per class with one shared basis (so 50 for two classes), and per
@@ -215,7 +218,7 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         self,
         k=None,
         criterion="optimal",
-        deflation="projection",
+        deflation=DEFAULT_DEFLATION,
         stages=1,
         kernel="rbf",
         gamma=None,

@@ -18,6 +18,7 @@ from .._kernels import (
     validate_input,
 )
 from .._factor import DEFAULT_FACTOR_RANK
+from ..estimator import DEFAULT_DEFLATION
 from .._validation import (
     encoded_classes,
 )
@@ -65,7 +66,7 @@ class GreedyNystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _KernelP
         ``matching`` (the landmarks of :class:`KernelMatchingPursuit` for the centred target)
         and the Fisher criteria need it.
     deflation : "auto" or one of ``gkfda.DEFLATIONS``, default="auto"
-        Of a Fisher selection: ``auto`` is ``schur``. ``pca`` and ``matching`` have their
+        Of a Fisher selection: ``auto`` is ``GreedyKFDA``'s default, ``projection``. ``pca`` and ``matching`` have their
         own deflations (pivoted Cholesky, projection) and take only ``auto``.
     kernel : str or callable, default="rbf"
         ``Nystroem``'s: the names of :class:`KernelMatchingPursuit`, ``precomputed``, or a
@@ -209,7 +210,7 @@ class GreedyNystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _KernelP
                 centred = np.ascontiguousarray(target - target.mean(), dtype=dtype)
                 indices, _, stopped_early = _select("matching", K, k, self._threads(), target=centred, factor=factor)
             else:
-                deflation = "schur" if self.deflation == "auto" else self.deflation
+                deflation = DEFAULT_DEFLATION if self.deflation == "auto" else self.deflation
                 if K is not None:
                     _check_squares(K)
                 indices, stopped_early, _ = _core.greedy_select(
