@@ -134,7 +134,7 @@ def test_rerun_after_an_interrupt_resumes_without_losing_or_repeating_work(tmp_p
 def test_parallel_and_dask_backends_give_the_same_results(tmp_path):
     distributed = pytest.importorskip("dask.distributed")
     experiment.run_experiment(tiny_config(jobs=2), tmp_path / "loky", progress=False)
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
     with cluster, distributed.Client(cluster):
         experiment.run_experiment(tiny_config(jobs=2, backend="dask"), tmp_path / "dask", progress=False)
 
