@@ -13,6 +13,7 @@ from hypothesis.extra import numpy as hnp
 from sklearn.exceptions import NotFittedError
 from sklearn.metrics.pairwise import rbf_kernel
 
+import gkfda
 from gkfda import GreedyKFDA, _core
 
 
@@ -926,3 +927,20 @@ def test_neg_log_loss_refuses_a_class_missing_from_a_training_fold():
     assert any("Scoring failed" in str(warning.message) for warning in caught)
     assert np.isnan(search.cv_results_["mean_test_score"]).all()
     assert _search(scoring="neg_log_loss").fit(X, y).best_score_ < 0  # stratified folds hold every class
+
+
+@pytest.mark.parametrize("make", [
+    lambda: GreedyKFDA(k=5), lambda: gkfda.ParsimoniousKFDA(), lambda: gkfda.KernelMatchingPursuit(k=5),
+    lambda: gkfda.GreedyKFDACV(max_k=5, cv=2),
+])
+def test_a_score_of_mismatched_lengths_names_the_argument(make):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = (X[:, 0] > 0).astype(int)
+    model = make().fit(X, y)
+    with pytest.raises(ValueError, match=r"^y: has 59 (labels|targets) but X has 60 samples$"):
+        model.score(X, y[:-1])
+    scored = model.best_estimator_ if isinstance(model, gkfda.GreedyKFDACV) else model
+    with pytest.raises(ValueError, match=r"^sample_weight: has 3 weights but X has 60 samples$"):
+        scored.score(X, y, sample_weight=np.ones(3))
+    assert model.score(X, y) <= 1.0

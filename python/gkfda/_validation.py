@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _num_samples
 
 from . import _core
 
@@ -198,6 +199,24 @@ def check_precomputed_kernel(K: np.ndarray, argument: str = "X", n_threads: int 
             f"{argument}: a precomputed kernel must be positive semi-definite; "
             f"K[{i},{j}]² > K[{i},{i}]·K[{j},{j}]"
         )
+
+
+def check_scored_samples(X, y, sample_weight=None, values="labels") -> None:
+    """Refuse, naming the argument, a score whose ``y`` (``values`` of it) or
+    ``sample_weight`` does not have one entry per row of ``X``."""
+    try:
+        n = _num_samples(X)
+    except TypeError:
+        return  # not an array: the validation of X names it
+    for argument, array, what in (("y", y, values), ("sample_weight", sample_weight, "weights")):
+        if array is None or np.isscalar(array):
+            continue
+        try:
+            count = _num_samples(array)
+        except TypeError:
+            continue
+        if count != n:
+            raise ValueError(f"{argument}: has {count} {what} but X has {n} samples")
 
 
 def encoded_classes(y):

@@ -32,7 +32,7 @@ from ._factor import DEFAULT_FACTOR_RANK, POOLS, SOLVERS
 from ._training import prepare_training
 from ._model import compacted, fit_discriminant, one_blas_thread
 from .bounds import FeatureMoments, GeneralisationBound, _check_delta, _check_radius, _check_variant, fisher_discriminant_bound
-from ._validation import check_full_state, checked_priors, thread_count
+from ._validation import check_full_state, check_scored_samples, checked_priors, thread_count
 
 DTYPES = ("float64", "float32")
 #: ``deflation``'s default, chosen on the study's evidence (docs/defaults.md); ``GreedyNystroem``'s
@@ -578,6 +578,11 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         a tie, the first class among the tied; the decision values order them otherwise)."""
         probabilities = self.predict_proba(X)  # raises NotFittedError first
         return self.classes_[np.argmax(probabilities, axis=1)]
+
+    def score(self, X, y, sample_weight=None):
+        """Mean accuracy of ``predict(X)`` against ``y`` (scikit-learn's ``score``)."""
+        check_scored_samples(X, y, sample_weight)
+        return super().score(X, y, sample_weight)
 
     def predict_proba(self, X):
         """Calibrated class probabilities, shape ``(n_samples, n_classes)``.

@@ -25,7 +25,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _core, _validation
 from ._model import _SCORE_SHRINKAGE, _smoothed_targets, one_blas_thread
-from ._validation import checked_priors, encoded_classes, thread_count
+from ._validation import check_scored_samples, checked_priors, encoded_classes, thread_count
 from ._kernels import (
     _LARGEST_THREADS, KERNEL_CONSTRAINTS, _count, _Number, check_kernel_arguments, core_kernel, kernel_between,
     kernel_parameters, precomputed_columns, precomputed_training_kernel, resolve_gamma, validate_input,
@@ -638,6 +638,11 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
         """Class labels: the argmax of :meth:`predict_proba` (see the class's Notes)."""
         probabilities = self.predict_proba(X)  # raises NotFittedError first
         return self.classes_[np.argmax(probabilities, axis=1)]
+
+    def score(self, X, y, sample_weight=None):
+        """Mean accuracy of ``predict(X)`` against ``y`` (scikit-learn's ``score``)."""
+        check_scored_samples(X, y, sample_weight)
+        return super().score(X, y, sample_weight)
 
     def predict_proba(self, X):
         """Calibrated class probabilities, shape ``(n_samples, n_classes)``; one-vs-rest

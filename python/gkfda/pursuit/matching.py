@@ -15,9 +15,7 @@ from .._kernels import (
     validate_input,
 )
 from .._factor import DEFAULT_FACTOR_RANK
-from .._validation import (
-    check_full_state,
-)
+from .._validation import check_full_state, check_scored_samples
 
 from ._base import (
     _KernelPursuit,
@@ -199,6 +197,7 @@ class KernelMatchingPursuit(RegressorMixin, _KernelPursuit):
 
     def score(self, X, y, sample_weight=None):
         """The coefficient of determination R² of ``predict(X)`` against ``y`` (scikit-learn's)."""
+        check_scored_samples(X, y, sample_weight, values="targets")
         return super().score(X, _numeric_target(y), sample_weight)
 
     def loss_bound(self, X, y, alpha, delta=0.05):
