@@ -250,6 +250,11 @@ def test_pickle_round_trip(moons):
     model = ParsimoniousKFDA(q=0.5, gamma=2.0).fit(X, y)
     loaded = pickle.loads(pickle.dumps(model))
     assert_array_equal(loaded.predict_proba(X), model.predict_proba(X))
+    # The retained rows are stored once (as the union's), the public copies derived on loading.
+    assert "support_vectors_" not in model.__getstate__()
+    assert_array_equal(loaded.support_vectors_, X[model.support_])
+    for name in ("support_", "dual_coef_", "n_iter_", "objective_", "intercept_", "theta_"):
+        assert_array_equal(getattr(loaded, name), getattr(model, name))
 
 
 def test_huge_rho_learns_nothing_and_predicts_the_prior():

@@ -404,6 +404,21 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
         self.n_jobs = n_jobs
         self.verbose = verbose
 
+    # What ``_set_public_attributes`` derives from the problems and the retained rows: left
+    # out of pickles, so that each array is stored once, and derived again on loading.
+    _DERIVED = ("support_", "support_vectors_", "dual_coef_", "n_iter_", "objective_", "intercept_", "theta_")
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        if "_problems" not in state:  # unfitted, or loaded from a lean file
+            return state
+        return {name: value for name, value in state.items() if name not in self._DERIVED}
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        if "_problems" in state:
+            self._set_public_attributes()
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.pairwise = self.kernel == "precomputed"
@@ -528,7 +543,7 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
         self._bias = np.array([p["intercept"] for p in problems])
         self._slope = np.array([p["slope"] for p in problems])
         self._offset = np.array([p["offset"] + self._log_prior_odds(c) for c, p in enumerate(problems)])
-        self._set_public_attributes(X)
+        self._set_public_attributes()
         return self
 
     def _warn_unconverged(self, problems):
@@ -584,9 +599,16 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
             "offset": offset,
         }
 
-    def _set_public_attributes(self, X):
+    def _set_public_attributes(self):
+        """The public attributes, from the problems and the retained training rows (kept once,
+        as ``_union_points``, for the union of the problems' supports)."""
         problems = self._problems
-        points = (lambda s: np.empty((len(s), 0))) if self.kernel == "precomputed" else (lambda s: X[s])
+        if self.kernel == "precomputed":
+            def points(support):
+                return np.empty((len(support), 0))
+        else:
+            def points(support):
+                return self._union_points[np.searchsorted(self._union, support)]
         supports = [p["support"] for p in problems]
         if len(problems) == 1:
             (problem,) = problems

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .._kernels import portable_kernel
-from ..estimator import GreedyKFDA, _IndexedRows
+from ..estimator import GreedyKFDA
 from ..model_selection import GreedyKFDACV
 from ..parsimonious import ParsimoniousKFDA
 from ..pursuit import GreedyNystroem, KernelMatchingPursuit, SparseKernelCCA, SparseKernelPCA
@@ -174,11 +174,7 @@ class _ParsimoniousSpec(_Spec):
             model._loaded_lean = True
         else:
             _check_parsimonious_state(model, predictor)
-            # The training rows of the retained samples, which _set_public_attributes reads.
-            rows = _IndexedRows.__new__(_IndexedRows)
-            rows.indices = model._union
-            rows.rows = model._union_points
-            model._set_public_attributes(rows)
+            model._set_public_attributes()
         return model
 
 
