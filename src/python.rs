@@ -1129,7 +1129,7 @@ fn block_typed<'py, F: Real + numpy::Element>(
                 array.ncols()
             )));
         }
-        Ok(array.to_owned())
+        Ok(array.as_standard_layout().into_owned())
     };
     let pool = crate::pool::shared(n_threads.max(1))?;
     let vectors = |rows: Vec<Vec<F>>, width: usize| {
@@ -1142,7 +1142,7 @@ fn block_typed<'py, F: Real + numpy::Element>(
             let rhs = operand_2d(m, "rhs")?;
             let rows: Vec<&[F]> = rhs
                 .outer_iter()
-                .map(|r| r.to_slice().expect("owned rows"))
+                .map(|r| r.to_slice().expect("rows of a standard-layout array"))
                 .collect();
             vectors(
                 py.detach(|| crate::operator::factor_transpose_times(&pool, phi, p, &rows)),

@@ -31,6 +31,7 @@ from ._kernels import (
     resolve_gamma,
     validate_input,
 )
+from ._dask import fit_on_dask, is_dask_input
 from ._factor import DEFAULT_FACTOR_RANK, POOLS, SOLVERS, factor_width, resolved_solver, training_factor
 from ._factor import diagonal as factor_diagonal
 from ._model import compacted, fit_discriminant, one_blas_thread
@@ -347,6 +348,8 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         -------
         self : GreedyKFDA
         """
+        if is_dask_input(X, y):  # chunked by rows on a distributed cluster: _dask.py
+            return fit_on_dask(self, X, y)
         dtype, threads = self._dtype(), thread_count(self.n_jobs)
         rng = check_random_state(self.random_state)
         X, y = self._validate_X(X, reset=True, y=y)
@@ -393,6 +396,15 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
             def columns(support):
                 block = cross[:, np.searchsorted(union, support)]
                 return block, block[support]
+        return self._fit_discriminants(X, y_index, codes, problems, by_class, selections, columns, diagonal, k, threads)
+
+    def _fit_discriminants(self, X, y_index, codes, problems, by_class, selections, columns, diagonal, k, threads):
+        """The models of a fit once its bases are chosen, whatever held the kernel: the
+        discriminant and calibration of each problem from ``columns(support)`` (the kernel
+        columns of its bases in the class order ``by_class``, and their rows at the bases),
+        ``diagonal`` the kernel's diagonal, ``X`` the training rows in the caller's order
+        (anything whose ``X[indices]`` gives rows)."""
+        n_classes = len(self.classes_)
         kernel_scale = float(np.mean(diagonal, dtype=np.float64))
         self._models = [
             fit_discriminant(
@@ -407,7 +419,7 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
                 "explained (a kernel nearly constant over the data); the model predicts the "
                 "most probable class for every point. Use a larger gamma or scale the features.",
                 UserWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
         # What the generalisation bound needs of the training set (two classes only).
         self._feature_moments = None
