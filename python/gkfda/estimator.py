@@ -336,9 +336,12 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features), or (n_samples, n_samples)
-            Training data, or the training kernel when ``kernel="precomputed"``.
+            Training data, or the training kernel when ``kernel="precomputed"``. A dask
+            array chunked by rows is fitted on the current ``distributed`` client, with the
+            factored solver and the factor's rows held by the workers: the in-memory
+            factored fit's picks and model (docs/scale.md, "Beyond one machine: Dask").
         y : array-like of shape (n_samples,)
-            Class labels. More than two classes share one basis (``multiclass="shared"``)
+            Class labels (a dask array, or in memory, with a dask ``X``). More than two classes share one basis (``multiclass="shared"``)
             or are handled one-vs-rest (``"ovr"``). On a kernel of 12 MiB or more
             (float64: from ~1,250 samples) the one-vs-rest selections whose picks read
             the kernel one at a time (schur family; the others at ``stages=1``) run side
