@@ -79,7 +79,9 @@ impl From<Error> for Failure {
             Error::Io { .. } => GKFDA_ERROR_IO,
             Error::InvalidModel(_) => GKFDA_ERROR_MODEL,
             Error::Unsupported(_) => GKFDA_ERROR_UNSUPPORTED,
-            Error::Interrupted => GKFDA_ERROR_INTERNAL,
+            // Neither is reached by the C API: it serves models, it neither stops nor
+            // reads a factor held elsewhere.
+            Error::Interrupted | Error::External(_) => GKFDA_ERROR_INTERNAL,
         };
         (code, error.to_string())
     }

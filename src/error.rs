@@ -24,6 +24,11 @@ pub enum Error {
     /// (maps to `ValueError`).
     #[error("invalid model file: {0}")]
     InvalidModel(String),
+    /// The holder of a factor held elsewhere ([`crate::operator::FactorSource`]) failed: a
+    /// lost worker, a timeout; the message is its own (maps to `RuntimeError`, unless the
+    /// binding has the holder's own exception to raise).
+    #[error("factor: its holder failed: {0}")]
+    External(String),
     /// The model does not do what was asked of it, e.g. `predict_proba` of a regressor
     /// (maps to `TypeError`).
     #[error("{0}")]

@@ -55,7 +55,9 @@ fn pool_whitening<F: Real>(pool_kernel: &Array2<F>) -> Result<Array2<F>> {
 /// rows of `x`): `Φ` (`m × p'`, row-major, `p' ≤ |pool|` after the eigenvalue floor), each
 /// block of rows its cross kernel with the pool times `W`, one block a task. Gives up
 /// with [`Error::Interrupted`] once `stop` is raised; the factor is allocated fallibly
-/// ([`Error::OutOfMemory`]).
+/// ([`Error::OutOfMemory`]). The same as [`nystroem_whitening`] of the pool's points, then
+/// [`nystroem_rows_with_stop`] of `x`: a factor made by chunks of rows on other machines
+/// has the same rows.
 pub fn nystroem_with_stop<F: Real>(
     x: ArrayView2<F>,
     pool: &[usize],
@@ -81,10 +83,56 @@ pub fn nystroem_with_stop<F: Real>(
         ));
     }
     let points = x.select(Axis(0), pool);
-    let pool_kernel = kernel::cross(points.view(), points.view(), kernel, n_threads)?;
-    let whitening = pool_whitening(&pool_kernel)?;
+    let whitening = nystroem_whitening(points.view(), kernel, n_threads)?;
+    nystroem_rows_with_stop(x, points.view(), whitening.view(), kernel, n_threads, stop)
+}
+
+/// `W` of the pool `points` (`p × p'`, `p' ≤ p`): `K[P, P] = UΛU'` in float64, `W =
+/// U₊Λ₊^{-1/2}` over the eigenvalues above the floor, largest first.
+pub fn nystroem_whitening<F: Real>(
+    points: ArrayView2<F>,
+    kernel: &Kernel,
+    n_threads: usize,
+) -> Result<Array2<F>> {
+    kernel.validate_for::<F>()?;
+    if points.nrows() == 0 {
+        return Err(Error::invalid(
+            "factor_rank",
+            "must be at least 1: the pool has no points",
+        ));
+    }
+    let pool_kernel = kernel::cross(points, points, kernel, n_threads)?;
+    pool_whitening(&pool_kernel)
+}
+
+/// The rows of `Φ` of the rows of `x`: each fixed block of rows its cross kernel with the
+/// pool `points`, times `whitening` ([`nystroem_whitening`] of the points), one block a
+/// task. A row depends only on itself, the points and `W`, so that chunks of rows made
+/// apart are the rows of the whole. Gives up with [`Error::Interrupted`] once `stop` is
+/// raised; the rows are allocated fallibly ([`Error::OutOfMemory`]).
+pub fn nystroem_rows_with_stop<F: Real>(
+    x: ArrayView2<F>,
+    points: ArrayView2<F>,
+    whitening: ArrayView2<F>,
+    kernel: &Kernel,
+    n_threads: usize,
+    stop: &AtomicBool,
+) -> Result<Array2<F>> {
+    kernel.validate_for::<F>()?;
+    if points.ncols() != x.ncols() || whitening.nrows() != points.nrows() {
+        return Err(Error::invalid(
+            "whitening",
+            format!(
+                "must have one row per pool point ({} points of {} features, X has {}), got {} rows",
+                points.nrows(),
+                points.ncols(),
+                x.ncols(),
+                whitening.nrows()
+            ),
+        ));
+    }
     let width = whitening.ncols();
-    let mut factor = allocate_factor::<F>(m, width)?;
+    let mut factor = allocate_factor::<F>(x.nrows(), width)?;
     let thread_pool = crate::pool::shared(n_threads)?;
     thread_pool.install(|| {
         factor
@@ -96,8 +144,8 @@ pub fn nystroem_with_stop<F: Real>(
                     return Err(Error::Interrupted);
                 }
                 let rows = b * FACTOR_BLOCK_ROWS..b * FACTOR_BLOCK_ROWS + block.nrows();
-                let cross = kernel::cross(x.slice(s![rows, ..]), points.view(), kernel, 1)?;
-                gemm(block, cross.view(), whitening.view());
+                let cross = kernel::cross(x.slice(s![rows, ..]), points, kernel, 1)?;
+                gemm(block, cross.view(), whitening);
                 Ok(())
             })
     })?;
@@ -137,6 +185,21 @@ mod tests {
         assert!(error.to_string().starts_with("pool: "), "{error}");
         let error = nystroem_with_stop(x.view(), &[], &kernel, 1, &stop).unwrap_err();
         assert!(error.to_string().starts_with("factor_rank: "), "{error}");
+        // The rows of chunks made apart, from the pool's points and W, are the whole's.
+        let points = x.select(Axis(0), &small);
+        let whitening = nystroem_whitening(points.view(), &kernel, 1).unwrap();
+        for chunk in [0..1, 1..17, 17..40] {
+            let rows = nystroem_rows_with_stop(
+                x.slice(s![chunk.clone(), ..]),
+                points.view(),
+                whitening.view(),
+                &kernel,
+                1,
+                &stop,
+            )
+            .unwrap();
+            assert_eq!(rows, phi.slice(s![chunk, ..]));
+        }
         let raised = AtomicBool::new(true);
         let error = nystroem_with_stop(x.view(), &small, &kernel, 1, &raised).unwrap_err();
         assert_eq!(error, Error::Interrupted);

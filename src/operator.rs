@@ -2,14 +2,19 @@
 //! sides, rows, the diagonal and the quadratic forms of the columns (docs/architecture.md,
 //! "Kernel operators").
 //!
-//! Two implementations: the dense `m×m` kernel, read by the passes of [`crate::passes`]
+//! Three implementations: the dense `m×m` kernel, read by the passes of [`crate::passes`]
 //! (whose class-split and triangle-reading forms the selection engine calls directly when
-//! [`KernelOperator::dense`] gives it the matrix), and a factor `K_0 = ΦΦ'` (`Φ` row-major
-//! `m×p`), whose products are `Φ(Φ'X)`, O(mpr) for `r` right-hand sides instead of O(m²r).
+//! [`KernelOperator::dense`] gives it the matrix); a factor `K_0 = ΦΦ'` (`Φ` row-major
+//! `m×p`) in memory, whose products are `Φ(Φ'X)`, O(mpr) for `r` right-hand sides instead of
+//! O(m²r); and a factor held elsewhere ([`FactorSource`], e.g. by the workers of a cluster,
+//! each holding some rows of `Φ`), which answers the same operations, each in one round.
 //!
 //! Every factored sum has one order whatever the thread count: `Φ'X` and `Φ'WΦ` add the
 //! partial products of fixed blocks of rows in block order (each block one sequential
-//! GEMM), and each row of `ΦY` is a sequential GEMM of its fixed block.
+//! GEMM), and each row of `ΦY` is a sequential GEMM of its fixed block. The per-block
+//! kernels ([`factor_transpose_times`], [`factor_times`], [`factor_weighted_gram`],
+//! [`factor_forms_with`], [`factor_row_norms`]) are public so that a [`FactorSource`] over
+//! chunks of rows runs the same arithmetic on each chunk as the in-memory operator does.
 
 use crate::error::{try_zeroed, Error, Result};
 use crate::kernel::gemm;
@@ -18,6 +23,159 @@ use crate::real::Real;
 use crate::tuning::FACTOR_BLOCK_ROWS;
 use ndarray::{s, Array2, ArrayView2};
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+/// A kernel `K_0 = ΦΦ'` whose factor `Φ` (`m×p`) is held elsewhere: by other processes or
+/// machines, each with some of its rows. Its methods are the operations the in-memory
+/// factored operator performs, each of which a holder of chunks of rows answers in one
+/// round: partial sums over the chunks, reduced in a fixed chunk order, then a map over the
+/// chunks. Every vector is in the engine's row order, `0..m`.
+///
+/// A method that fails (a lost worker, a timeout, a signal) returns an [`Error`]; the
+/// engines meet it through [`ExternalFactor`], which records it and stops the selection.
+pub trait FactorSource<F>: Sync {
+    /// `m`, the rows of `Φ`.
+    fn rows_count(&self) -> usize;
+    /// `p`, the columns of `Φ`.
+    fn width(&self) -> usize;
+    /// `ΦΦ'x` for each right-hand side (`m` values each): `Φ'X` summed over the chunks,
+    /// then `Φ(Φ'X)` chunk by chunk.
+    fn multiply(&self, rhs: &[&[F]]) -> Result<Vec<Vec<F>>>;
+    /// Rows `picks` of `ΦΦ'`: `Φ Φ[picks]'`, the picked rows of `Φ` gathered, then a map.
+    fn rows(&self, picks: &[usize]) -> Result<Vec<Vec<F>>>;
+    /// `‖Φ_i‖²` for each row.
+    fn diagonal(&self) -> Result<Vec<F>>;
+    /// `Φ_i G Φ_i'` for each row, `G = Φ'WΦ` with the diagonal `W = weights` (`None`: the
+    /// identity): the columns' quadratic forms `K_0[:, i]'W K_0[:, i]`.
+    fn column_forms(&self, weights: Option<&[F]>) -> Result<Vec<F>>;
+}
+
+/// A [`FactorSource`] as the engines read it: their reads cannot fail, so the first
+/// failure is kept here and raises the call's stop flag, which the engines look at before
+/// every pick; until then, and after it, the reads give zeros of the right shape (a
+/// selection that stops discards them). The caller takes the failure back with
+/// [`ExternalFactor::outcome`], which prefers it to the engine's own `Interrupted`.
+pub struct ExternalFactor<'a, F> {
+    source: &'a dyn FactorSource<F>,
+    stop: &'a AtomicBool,
+    failure: Mutex<Option<Error>>,
+}
+
+impl<'a, F: Real> ExternalFactor<'a, F> {
+    /// `source` read under the stop flag `stop` of the call that reads it.
+    pub fn new(source: &'a dyn FactorSource<F>, stop: &'a AtomicBool) -> Self {
+        ExternalFactor {
+            source,
+            stop,
+            failure: Mutex::new(None),
+        }
+    }
+
+    /// The operator over this source.
+    pub fn operator(&'a self) -> KernelOperator<'a, F> {
+        KernelOperator::External(self)
+    }
+
+    /// `result` of a call that read this source, unless a read failed: then that failure.
+    pub fn outcome<T>(&self, result: Result<T>) -> Result<T> {
+        let failure = self
+            .failure
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        match failure {
+            Some(error) => Err(error),
+            None => result,
+        }
+    }
+
+    /// The source's answer, or `fallback` once the call is stopped or the source fails.
+    fn read<T>(&self, call: impl FnOnce() -> Result<T>, fallback: impl FnOnce() -> T) -> T {
+        if self.stop.load(Ordering::Relaxed) {
+            return fallback();
+        }
+        match call() {
+            Ok(value) => value,
+            Err(error) => {
+                let mut failure = self
+                    .failure
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                failure.get_or_insert(error);
+                self.stop.store(true, Ordering::Relaxed);
+                fallback()
+            }
+        }
+    }
+
+    /// `K_0 x` for each right-hand side, checked for shape.
+    fn multiply(&self, rhs: &[&[F]]) -> Vec<Vec<F>> {
+        let m = self.source.rows_count();
+        let zeros = || vec![vec![F::zero(); m]; rhs.len()];
+        self.read(
+            || checked_vectors(self.source.multiply(rhs)?, rhs.len(), m, "multiply"),
+            zeros,
+        )
+    }
+
+    fn rows(&self, picks: &[usize]) -> Vec<Vec<F>> {
+        let m = self.source.rows_count();
+        let zeros = || vec![vec![F::zero(); m]; picks.len()];
+        self.read(
+            || checked_vectors(self.source.rows(picks)?, picks.len(), m, "rows"),
+            zeros,
+        )
+    }
+
+    fn diagonal(&self) -> Vec<F> {
+        let m = self.source.rows_count();
+        self.read(
+            || Ok(checked_vectors(vec![self.source.diagonal()?], 1, m, "diagonal")?.remove(0)),
+            || vec![F::zero(); m],
+        )
+    }
+
+    fn column_forms(&self, weights: Option<&[F]>) -> Vec<F> {
+        let m = self.source.rows_count();
+        self.read(
+            || {
+                let forms = self.source.column_forms(weights)?;
+                Ok(checked_vectors(vec![forms], 1, m, "column_forms")?.remove(0))
+            },
+            || vec![F::zero(); m],
+        )
+    }
+}
+
+impl<F> std::fmt::Debug for ExternalFactor<'_, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExternalFactor").finish_non_exhaustive()
+    }
+}
+
+/// `vectors` if it is `count` vectors of `m` finite values, else an error naming the
+/// source's `method`.
+fn checked_vectors<F: Real>(
+    vectors: Vec<Vec<F>>,
+    count: usize,
+    m: usize,
+    method: &str,
+) -> Result<Vec<Vec<F>>> {
+    if vectors.len() != count || vectors.iter().any(|v| v.len() != m) {
+        return Err(Error::invalid(
+            "factor",
+            format!("its {method} must give {count} vectors of {m} values"),
+        ));
+    }
+    if !vectors.iter().flatten().all(|v| v.is_finite()) {
+        return Err(Error::invalid(
+            "factor",
+            format!("its {method} gave NaN or infinite values"),
+        ));
+    }
+    Ok(vectors)
+}
 
 /// A symmetric positive semi-definite kernel, read-only: dense or factored.
 #[derive(Debug, Clone, Copy)]
@@ -26,6 +184,8 @@ pub enum KernelOperator<'a, F> {
     Dense { kernel: &'a [F], m: usize },
     /// `K_0 = ΦΦ'`, `Φ` row-major `m×p`.
     Factored { factor: &'a [F], m: usize, p: usize },
+    /// `K_0 = ΦΦ'`, `Φ` held elsewhere ([`FactorSource`]).
+    External(&'a ExternalFactor<'a, F>),
 }
 
 impl<'a, F: Real> KernelOperator<'a, F> {
@@ -72,6 +232,7 @@ impl<'a, F: Real> KernelOperator<'a, F> {
     pub fn m(&self) -> usize {
         match *self {
             KernelOperator::Dense { m, .. } | KernelOperator::Factored { m, .. } => m,
+            KernelOperator::External(external) => external.source.rows_count(),
         }
     }
 
@@ -79,15 +240,21 @@ impl<'a, F: Real> KernelOperator<'a, F> {
     pub fn dense(&self) -> Option<&'a [F]> {
         match *self {
             KernelOperator::Dense { kernel, .. } => Some(kernel),
-            KernelOperator::Factored { .. } => None,
+            KernelOperator::Factored { .. } | KernelOperator::External(_) => None,
         }
     }
 
-    /// Bytes the operator reads in one product.
+    /// Bytes the operator reads in one product (held elsewhere: those of `Φ`, as in
+    /// memory, so that one-vs-rest selections share passes as they would on the factor in
+    /// memory, one round for all of them).
     pub fn bytes(&self) -> usize {
         let len = match *self {
             KernelOperator::Dense { kernel, .. } => kernel.len(),
             KernelOperator::Factored { factor, .. } => factor.len(),
+            KernelOperator::External(external) => external
+                .source
+                .rows_count()
+                .saturating_mul(external.source.width()),
         };
         len.saturating_mul(std::mem::size_of::<F>())
     }
@@ -104,6 +271,7 @@ impl<'a, F: Real> KernelOperator<'a, F> {
                 passes::multiply(pool, kernel, m, rhs, workspace)
             }
             KernelOperator::Factored { factor, m, p } => factored_products(pool, factor, m, p, rhs),
+            KernelOperator::External(external) => external.multiply(rhs),
         }
     }
 
@@ -137,6 +305,7 @@ impl<'a, F: Real> KernelOperator<'a, F> {
                     .collect();
                 times_factor(pool, factor, m, p, &ys)
             }
+            KernelOperator::External(external) => external.rows(picks),
         }
     }
 
@@ -144,19 +313,98 @@ impl<'a, F: Real> KernelOperator<'a, F> {
     pub fn diagonal(&self) -> Vec<F> {
         match *self {
             KernelOperator::Dense { kernel, m } => (0..m).map(|i| kernel[i * m + i]).collect(),
-            KernelOperator::Factored { factor, p, .. } => factor
-                .chunks_exact(p)
-                .map(|row| crate::simd::dots(row, [row])[0])
-                .collect(),
+            KernelOperator::Factored { factor, p, .. } => factor_row_norms(factor, p),
+            KernelOperator::External(external) => external.diagonal(),
         }
     }
+
+    /// The columns' quadratic forms `K_0[:, i]' W K_0[:, i]` (`W = diag(weights)`, `None`
+    /// the identity) of a factored operator, in memory or held elsewhere: `Φ_i G Φ_i'`
+    /// with `G = Φ'WΦ`. `None` for the dense kernel, whose set-up passes make them.
+    pub fn column_forms(&self, pool: &rayon::ThreadPool, weights: Option<&[F]>) -> Option<Vec<F>> {
+        match *self {
+            KernelOperator::Dense { .. } => None,
+            KernelOperator::Factored { factor, m, p } => Some(factored_column_forms(
+                pool,
+                (factor, p),
+                (factor, p),
+                m,
+                weights,
+            )),
+            KernelOperator::External(external) => Some(external.column_forms(weights)),
+        }
+    }
+}
+
+/// `Φ'X` (`r` vectors of `p`) of the row-major `m×p` block of rows `factor` and the columns
+/// `rhs` of `X` (`m` values each, the block's rows): the partial sum of one chunk of a
+/// factor held by chunks, computed as the in-memory operator computes its own.
+pub fn factor_transpose_times<F: Real>(
+    pool: &rayon::ThreadPool,
+    factor: &[F],
+    p: usize,
+    rhs: &[&[F]],
+) -> Vec<Vec<F>> {
+    let m = rows_of(factor, p);
+    transpose_times(pool, factor, m, p, rhs)
+}
+
+/// `Φ y_j` (`m` values) for the row-major `m×p` block `factor` and each `y_j` (`p` values).
+pub fn factor_times<F: Real>(
+    pool: &rayon::ThreadPool,
+    factor: &[F],
+    p: usize,
+    ys: &[Vec<F>],
+) -> Vec<Vec<F>> {
+    let m = rows_of(factor, p);
+    times_factor(pool, factor, m, p, ys)
+}
+
+/// `Φ'WΦ` (`p×p`, row-major) of the row-major `m×p` block `factor` and the diagonal `W`
+/// (`None`: the identity) of its rows: one chunk's part of `G`.
+pub fn factor_weighted_gram<F: Real>(
+    pool: &rayon::ThreadPool,
+    factor: &[F],
+    p: usize,
+    weights: Option<&[F]>,
+) -> Array2<F> {
+    let m = rows_of(factor, p);
+    weighted_gram(pool, (factor, p), (factor, p), m, weights)
+}
+
+/// `Φ_i G Φ_i'` for each row of the row-major `m×p` block `factor`, given `G` (`p×p`).
+pub fn factor_forms_with<F: Real>(
+    pool: &rayon::ThreadPool,
+    factor: &[F],
+    p: usize,
+    gram: ArrayView2<F>,
+) -> Vec<F> {
+    let m = rows_of(factor, p);
+    forms_with_gram(pool, (factor, p), (factor, p), m, gram)
+}
+
+/// `‖Φ_i‖²` for each row of the row-major block `factor` of width `p`.
+pub fn factor_row_norms<F: Real>(factor: &[F], p: usize) -> Vec<F> {
+    factor
+        .chunks_exact(p.max(1))
+        .map(|row| crate::simd::dots(row, [row])[0])
+        .collect()
+}
+
+/// The rows of a row-major block of width `p`.
+fn rows_of<F>(factor: &[F], p: usize) -> usize {
+    assert!(
+        p > 0 && factor.len().is_multiple_of(p),
+        "a factor block of width {p} has a whole number of rows"
+    );
+    factor.len() / p
 }
 
 /// `Φ'X` (`r` vectors of `p`) for the row-major `m×p` factor `Φ` and the columns `rhs` of
 /// `X`: each fixed block of rows a running sum over its rows in order, the blocks' partial
 /// sums added in block order (a wave of blocks at a time in parallel, so that only a few
 /// partials are held). Each output reads only its own right-hand side, in one order.
-fn factor_transpose_times<F: Real>(
+fn transpose_times<F: Real>(
     pool: &rayon::ThreadPool,
     factor: &[F],
     m: usize,
@@ -252,7 +500,7 @@ pub(crate) fn factored_products<F: Real>(
     if rhs.is_empty() {
         return Vec::new();
     }
-    let ys = factor_transpose_times(pool, factor, m, p, rhs);
+    let ys = transpose_times(pool, factor, m, p, rhs);
     times_factor(pool, factor, m, p, &ys)
 }
 
@@ -299,6 +547,17 @@ pub(crate) fn factored_column_forms<F: Real>(
     weights: Option<&[F]>,
 ) -> Vec<F> {
     let gram = weighted_gram(pool, (a, p_a), (b, p_b), m, weights);
+    forms_with_gram(pool, (a, p_a), (b, p_b), m, gram.view())
+}
+
+/// `Φ_a[i] G Φ_b[i]'` for each row `i`, each fixed block of rows one GEMM.
+fn forms_with_gram<F: Real>(
+    pool: &rayon::ThreadPool,
+    (a, p_a): (&[F], usize),
+    (b, p_b): (&[F], usize),
+    m: usize,
+    gram: ArrayView2<F>,
+) -> Vec<F> {
     let phi_a = ArrayView2::from_shape((m, p_a), a).expect("an m×p factor");
     let mut out = vec![F::zero(); m];
     pool.install(|| {
@@ -307,7 +566,7 @@ pub(crate) fn factored_column_forms<F: Real>(
             .for_each(|(block, out)| {
                 let rows = block * FACTOR_BLOCK_ROWS..block * FACTOR_BLOCK_ROWS + out.len();
                 let mut t = Array2::<F>::zeros((rows.len(), p_b));
-                gemm(t.view_mut(), phi_a.slice(s![rows.clone(), ..]), gram.view());
+                gemm(t.view_mut(), phi_a.slice(s![rows.clone(), ..]), gram);
                 for ((value, t), i) in out.iter_mut().zip(t.rows()).zip(rows) {
                     let t = t.as_slice().expect("a row-major block");
                     *value = crate::simd::dots(t, [&b[i * p_b..(i + 1) * p_b]])[0];

@@ -1,6 +1,6 @@
 """Type stubs of the Rust extension module (src/python.rs)."""
 
-from typing import List, Optional, Tuple, Union
+from typing import List, Optional, Protocol, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -14,6 +14,24 @@ SHARED_SELECTIONS: int
 #: The methods of ``pursuit_select``.
 PURSUIT_METHODS: Tuple[str, ...]
 """The built-in kernels' names: ``rbf``, ``linear``, ``poly``."""
+
+class FactorHolder(Protocol):
+    """A factor ``Φ`` (``m × p``) held elsewhere, as ``greedy_select(None, y, k,
+    factor=holder)`` reads ``ΦΦ'``. Every vector is in the selection's row order; arrays are
+    of ``dtype``. One-vs-rest selections side by side call it from several threads, one at
+    a time through the GIL."""
+
+    shape: Tuple[int, int]
+    dtype: np.dtype
+
+    def multiply(self, rhs: npt.NDArray[np.floating]) -> npt.NDArray[np.floating]:
+        """``ΦΦ'x`` for each row ``x`` of ``rhs`` (``(r, m)`` → ``(r, m)``)."""
+    def rows(self, picks: npt.NDArray[np.int64]) -> npt.NDArray[np.floating]:
+        """Rows ``picks`` of ``ΦΦ'`` (``(len(picks), m)``)."""
+    def diagonal(self) -> npt.NDArray[np.floating]:
+        """``‖Φ_i‖²`` (``(m,)``)."""
+    def column_forms(self, weights: Optional[npt.NDArray[np.floating]]) -> npt.NDArray[np.floating]:
+        """``Φ_i (Φ' diag(weights) Φ) Φ_i'`` (``(m,)``; None: the identity)."""
 
 def kernel_matrix(
     x: npt.NDArray[np.floating],
@@ -48,6 +66,47 @@ def nystroem_factor(
     Raises ValueError naming ``pool`` (an index out of range) or ``factor_rank`` (an empty
     pool), MemoryError when ``Φ`` cannot be allocated.
     """
+
+def nystroem_whitening(
+    points: npt.NDArray[np.floating],
+    kernel: str,
+    *,
+    gamma: float = 1.0,
+    degree: int = 3,
+    coef0: float = 1.0,
+    n_threads: int = 1,
+) -> npt.NDArray[np.floating]:
+    """``W`` of the pool's ``points`` (``p × p'``, their dtype): the first half of
+    ``nystroem_factor``, for a factor made by chunks of rows elsewhere (``nystroem_rows``)."""
+
+def nystroem_rows(
+    x: npt.NDArray[np.floating],
+    points: npt.NDArray[np.floating],
+    whitening: npt.NDArray[np.floating],
+    kernel: str,
+    *,
+    gamma: float = 1.0,
+    degree: int = 3,
+    coef0: float = 1.0,
+    n_threads: int = 1,
+) -> npt.NDArray[np.floating]:
+    """The rows of the Nyström factor of the rows of ``x`` given the pool's ``points`` and
+    their ``whitening`` (all of one dtype): the rows ``nystroem_factor`` gives them, bit for bit.
+    Ctrl-C stops it."""
+
+def factor_block(
+    operation: str,
+    factor: npt.NDArray[np.floating],
+    operand: Optional[npt.NDArray[np.floating]] = None,
+    *,
+    n_threads: int = 1,
+) -> npt.NDArray[np.floating]:
+    """One chunk's part of an operation of the factored kernel operator, on the chunk's rows
+    ``factor`` (``Φ_c``, C-contiguous), with the in-memory operator's own arithmetic:
+    ``"transpose_times"`` (``Φ_c'X_c``: ``operand`` ``(r, m_c)`` → ``(r, p)``), ``"times"``
+    (``Φ_c Y``: ``(r, p)`` → ``(r, m_c)``), ``"weighted_gram"`` (``Φ_c'W_cΦ_c``: the ``(m_c,)``
+    weights or None → ``(p, p)``), ``"forms_with"`` (``Φ_{c,i} G Φ_{c,i}'``: ``G`` → ``(m_c,)``)
+    or ``"row_norms"`` (``‖Φ_{c,i}‖²`` → ``(m_c,)``). The operand has the factor's dtype."""
 
 def pursuit_select(
     method: str,
@@ -92,12 +151,15 @@ def greedy_select(
     seed: int = 0,
     tol: Optional[float] = None,
     n_threads: int = 1,
-    factor: Optional[npt.NDArray[np.floating]] = None,
+    factor: Optional[Union[npt.NDArray[np.floating], FactorHolder]] = None,
 ) -> Tuple[npt.NDArray[np.int64], bool, int]:
     """Greedy basis selection over a symmetric kernel, borrowed without a copy; or, with
     ``kernel=None`` and ``factor`` an ``m×p`` C-contiguous float32 or float64 array ``Φ``,
     over ``ΦΦ'``, never formed: every criterion, deflation and stage count at O(mp) a
     product, picking as on the explicit ``ΦΦ'`` but for the roundings of its other sums.
+    ``factor`` may instead be a :class:`FactorHolder`, a factor held elsewhere (the workers
+    of a cluster: ``gkfda._dask.ChunkedFactor``), which the selection calls from its own
+    thread with the GIL; an exception it raises is raised here as it is.
     Errors name ``factor``; giving both the kernel and ``factor`` is a ValueError.
 
     ``y`` is either a 1-D boolean array, True for the positive class, or a 1-D integer
@@ -124,7 +186,7 @@ def greedy_select_many(
     seed: int = 0,
     tol: Optional[float] = None,
     n_threads: int = 1,
-    factor: Optional[npt.NDArray[np.floating]] = None,
+    factor: Optional[Union[npt.NDArray[np.floating], FactorHolder]] = None,
 ) -> List[Tuple[npt.NDArray[np.int64], bool, int]]:
     """``greedy_select`` for the problems ``y[c]`` (rows of a 2-D boolean array)
     over one kernel (or ``factor``, as ``greedy_select``), e.g. the one-vs-rest problems of

@@ -28,6 +28,7 @@ from ._kernels import (
     precomputed_columns,
     validate_input,
 )
+from ._dask import is_dask_input, prepare_dask_training
 from ._factor import DEFAULT_FACTOR_RANK, POOLS, SOLVERS
 from ._training import prepare_training
 from ._model import compacted, fit_discriminant, one_blas_thread
@@ -312,9 +313,12 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features), or (n_samples, n_samples)
-            Training data, or the training kernel when ``kernel="precomputed"``.
+            Training data, or the training kernel when ``kernel="precomputed"``. A dask
+            array chunked by rows is fitted on the current ``distributed`` client, with the
+            factored solver and the factor's rows held by the workers: the in-memory
+            factored fit's picks and model (docs/scale.md, "Beyond one machine: Dask").
         y : array-like of shape (n_samples,)
-            Class labels. More than two classes share one basis (``multiclass="shared"``)
+            Class labels (a dask array, or in memory, with a dask ``X``). More than two classes share one basis (``multiclass="shared"``)
             or are handled one-vs-rest (``"ovr"``). On a kernel of 12 MiB or more
             (float64: from ~1,250 samples) the one-vs-rest selections whose picks read
             the kernel one at a time (schur family; the others at ``stages=1``) run side
@@ -325,7 +329,10 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         self : GreedyKFDA
         """
         rng = check_random_state(self.random_state)
-        problem = prepare_training(self, X, y, rng)
+        # A dask X (rows chunked on a distributed cluster) is prepared by _dask.py, its
+        # factor held by the workers; the rest of the fit is the same.
+        prepare = prepare_dask_training if is_dask_input(X, y) else prepare_training
+        problem = prepare(self, X, y, rng)
         self.classes_, self.priors_, self.solver_, self._gamma = problem.classes, problem.priors, problem.solver, problem.gamma
         problems, by_class, threads = problem.problems, problem.by_class, problem.threads
         selections = self._select(problem, rng)
@@ -334,10 +341,10 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         kernel_scale = float(np.mean(diagonal, dtype=np.float64))
         self._models = [
             fit_discriminant(
-                *columns(support), problem, *self._problem_classes(c),
+                *columns(support), codes, *self._problem_classes(c),
                 by_class[support], float(self.reg), kernel_scale, stopped_early, passes, n_threads=threads,
             )
-            for c, (problem, (support, stopped_early, passes)) in enumerate(zip(problems, selections))
+            for c, (codes, (support, stopped_early, passes)) in enumerate(zip(problems, selections))
         ]
         if any(len(support) == 0 for support, _, _ in selections):
             warnings.warn(

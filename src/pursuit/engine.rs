@@ -108,6 +108,14 @@ impl<'a, F: Real> PursuitEngine<'a, F> {
                 "must be dense or factored as the first kernel is",
             ));
         }
+        let external =
+            |kernel: &KernelOperator<'a, F>| matches!(kernel, KernelOperator::External(_));
+        if second.is_some() && (external(&first) || second.as_ref().is_some_and(external)) {
+            // The cross term needs `Φ_x'Φ_y` of both factors' rows side by side.
+            return Err(Error::Unsupported(
+                "second_factor: the cross term of two views needs both factors in memory, not held elsewhere".into(),
+            ));
+        }
         let pool = crate::pool::shared(n_threads)?;
         let views: Vec<View<'a, F>> = std::iter::once(first)
             .chain(second)
@@ -185,7 +193,10 @@ impl<'a, F: Real> PursuitEngine<'a, F> {
         let m = self.m;
         let factor = |view: usize| match self.views[view].kernel {
             KernelOperator::Factored { factor, p, .. } => (factor, p),
-            KernelOperator::Dense { .. } => unreachable!("the views are factored"),
+            // `new` refuses two views unless both are factored in memory.
+            KernelOperator::Dense { .. } | KernelOperator::External(_) => {
+                unreachable!("the views are factored in memory")
+            }
         };
         let pool = &self.pool;
         self.spec
@@ -197,10 +208,10 @@ impl<'a, F: Real> PursuitEngine<'a, F> {
                     let product = kernel.multiply(pool, &[c], &mut Workspace::default());
                     product.into_iter().next().unwrap_or_default()
                 }
-                Statistic::Quadratic { view, weights } => {
-                    let f = factor(*view);
-                    factored_column_forms(pool, f, f, m, weights.as_deref())
-                }
+                Statistic::Quadratic { view, weights } => self.views[*view]
+                    .kernel
+                    .column_forms(pool, weights.as_deref())
+                    .expect("the views are factored"),
                 Statistic::Diagonal { view } => self.views[*view].kernel.diagonal(),
                 Statistic::Cross => factored_column_forms(pool, factor(0), factor(1), m, None),
             })

@@ -519,7 +519,7 @@ impl<'a, F: Real> Engine<'a, F> {
 /// split the passes (each row's sums and squares over its runs of columns of one class),
 /// else two (`s_0`, `s_1` and `d` as for two classes, then the other classes' sums,
 /// `K_0 1_c`). Factored: one product for every class sum, and `d = diag(K_0 D K_0)` from
-/// `Φ'DΦ` (two reads of `Φ`).
+/// `Φ'DΦ` (two reads of `Φ`; two rounds over the chunks of a factor held elsewhere).
 fn initial_statistics<F: Real>(
     pool: &rayon::ThreadPool,
     operator: KernelOperator<'_, F>,
@@ -542,21 +542,15 @@ fn initial_statistics<F: Real>(
             })
             .collect()
     };
-    let kernel = match operator {
-        KernelOperator::Dense { kernel, .. } => kernel,
-        KernelOperator::Factored { factor, p, .. } => {
-            let indicators: Vec<Vec<F>> = (0..n_classes).map(indicator).collect();
-            let rhs: Vec<&[F]> = indicators.iter().map(Vec::as_slice).collect();
-            let sums = operator.multiply(pool, &rhs, &mut passes::Workspace::default());
-            let d = crate::operator::factored_column_forms(
-                pool,
-                (factor, p),
-                (factor, p),
-                m,
-                Some(weight),
-            );
-            return (sums, d, 2);
-        }
+    let Some(kernel) = operator.dense() else {
+        // Factored, in memory or held elsewhere.
+        let indicators: Vec<Vec<F>> = (0..n_classes).map(indicator).collect();
+        let rhs: Vec<&[F]> = indicators.iter().map(Vec::as_slice).collect();
+        let sums = operator.multiply(pool, &rhs, &mut passes::Workspace::default());
+        let d = operator
+            .column_forms(pool, Some(weight))
+            .expect("a factored operator has column forms");
+        return (sums, d, 2);
     };
     if n_classes > 2 {
         if let Some(groups) = class_groups {

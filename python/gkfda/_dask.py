@@ -1,0 +1,412 @@
+"""``GreedyKFDA.fit`` on dask arrays, with a ``distributed`` client (docs/scale.md, "Beyond
+one machine: Dask").
+
+The fit is the in-memory factored fit's, step for step, with the factor ``Φ`` held by the
+workers, each keeping the rows of its chunks of ``X``:
+
+- the driver computes ``y`` (``m`` labels), orders the rows by class and draws the pool as
+  the in-memory fit does (``_factor.pool``, reading only the subsample's rows), computes
+  the pool's ``W`` once (``_core.nystroem_whitening``) and sends the pool's points and
+  ``W`` to every worker, which builds its chunks' rows of ``Φ`` (``_core.nystroem_rows``:
+  the rows ``_core.nystroem_factor`` gives them) and keeps them;
+- the selection runs in the core on the driver, unchanged: it reads ``ΦΦ'`` through
+  :class:`ChunkedFactor`, whose every operation is one round over the chunks with the
+  in-memory operator's own per-block arithmetic (``_core.factor_block``), the partial sums
+  added in chunk order;
+- the workers compute the exact kernel columns of the chosen bases, ``m × |bases|``, and
+  the driver fits the discriminants on them as the in-memory fit does.
+
+The model is an ordinary in-memory ``GreedyKFDA``.
+
+Example (a cluster of two worker processes on this machine)::
+
+    >>> from distributed import Client, LocalCluster          # doctest: +SKIP
+    >>> import dask.array as da, gkfda                         # doctest: +SKIP
+    >>> client = Client(LocalCluster(n_workers=2))             # doctest: +SKIP
+    >>> X = da.from_array(X_numpy, chunks=(5_000, -1))         # doctest: +SKIP
+    >>> y = da.from_array(y_numpy, chunks=5_000)               # doctest: +SKIP
+    >>> model = gkfda.GreedyKFDA(k=50).fit(X, y)               # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.utils.validation import check_consistent_length, column_or_1d
+
+from . import _core
+from ._factor import diagonal as factor_diagonal
+from ._factor import factor_width, pool
+from ._kernels import check_kernel_arguments, core_kernel, kernel_between, kernel_parameters, resolve_gamma
+from ._training import TrainingProblem, prepare_training
+from ._validation import encoded_classes, thread_count
+
+#: Seconds one round over the chunks (or the set-up's computation) may take before the fit
+#: gives up with a ``TimeoutError``: a lost worker that the scheduler does not replace
+#: must not hang the fit.
+ROUND_TIMEOUT = 600.0
+
+# Each task on a worker runs the core on one thread: a worker runs as many tasks (chunks)
+# at once as it has threads (`--nthreads`), which is where its cores go.
+_TASK_THREADS = 1
+
+
+def is_dask_input(*arrays) -> bool:
+    """Whether any of ``arrays`` is a dask collection. Imports nothing: a dask array
+    exists only once dask has been imported."""
+    dask = sys.modules.get("dask")
+    return dask is not None and any(dask.is_dask_collection(array) for array in arrays)
+
+
+def _client():
+    """The current ``distributed`` client, or a ValueError naming ``X``."""
+    try:
+        import distributed
+    except ImportError as error:
+        raise ValueError(
+            "X: a dask array is fitted on a distributed cluster, and distributed is not installed: "
+            "pip install 'gkfda[dask]', start a distributed.Client, or pass NumPy arrays"
+        ) from error
+    try:
+        return distributed.get_client()
+    except ValueError as error:
+        raise ValueError(
+            "X: a dask array is fitted on a distributed cluster: start a distributed.Client first "
+            "(Client('tcp://scheduler:8786'), or Client(LocalCluster()) on one machine), or pass NumPy arrays"
+        ) from error
+
+
+def _wait(futures, what):
+    """The results of ``futures`` (in their order), within ``ROUND_TIMEOUT`` seconds; a
+    task's own exception is raised as it is."""
+    import distributed
+
+    try:
+        distributed.wait(futures, timeout=ROUND_TIMEOUT)
+    except (TimeoutError, distributed.TimeoutError) as error:
+        raise TimeoutError(
+            f"X: {what} on the cluster took more than gkfda._dask.ROUND_TIMEOUT = {ROUND_TIMEOUT:g} s; "
+            "are the workers alive?"
+        ) from error
+    return distributed.client.default_client().gather(futures)
+
+
+# -- what runs on the workers (module functions: the workers import them by name) -------------
+
+def _converted(block, dtype):
+    return np.ascontiguousarray(block, dtype=dtype)
+
+
+def _rows_of(block, local):
+    return np.ascontiguousarray(block[local])
+
+
+def _nystroem_rows(block, points, whitening, params):
+    return _core.nystroem_rows(block, points, whitening, n_threads=_TASK_THREADS, **params)
+
+
+def _factor_block(operation, phi, operand=None):
+    return _core.factor_block(operation, phi, operand, n_threads=_TASK_THREADS)
+
+
+def _kernel_columns(block, basis, kernel, params, dtype):
+    return kernel_between(block, basis, kernel, params, dtype, _TASK_THREADS)
+
+
+def _kernel_diagonal(block, params):
+    return factor_diagonal(block, **params)
+
+
+# -- the driver's view of the chunks ----------------------------------------------------------
+
+class _Chunks:
+    """The row chunks of ``X`` on the workers (futures, in ``X``'s row order), converted to
+    the fit's dtype, and the bookkeeping between a chunk's rows and ``X``'s."""
+
+    def __init__(self, client, X, dtype):
+        self.client = client
+        self.sizes = np.asarray(X.chunks[0], dtype=np.int64)
+        self.starts = np.concatenate([[0], np.cumsum(self.sizes)])
+        blocks = list(X.to_delayed().ravel())
+        self.parts = [client.submit(_converted, part, dtype, pure=False) for part in client.compute(blocks)]
+
+    def __len__(self):
+        return int(self.starts[-1])
+
+    def map(self, function, parts, *operands, what):
+        """``function(part, *operands)`` of each chunk's part, in chunk order; ``operands``
+        may be lists (one operand per chunk)."""
+        futures = []
+        for c, part in enumerate(parts):
+            args = [operand[c] if isinstance(operand, _PerChunk) else operand for operand in operands]
+            futures.append(self.client.submit(function, part, *args, pure=False))
+        return _wait(futures, what)
+
+    def split(self, values):
+        """``values`` (``(..., m)``, in ``X``'s row order) cut by chunk."""
+        return _PerChunk(values[..., s:e] for s, e in zip(self.starts[:-1], self.starts[1:]))
+
+    def rows(self, parts, indices, what):
+        """Rows ``indices`` of ``X`` (of its order; any order, repeats allowed) of the
+        chunks' ``parts``: one task per chunk that has any."""
+        indices = np.asarray(indices, dtype=np.int64)
+        chunk_of = np.searchsorted(self.starts, indices, side="right") - 1
+        wanted = [c for c in range(len(parts)) if np.any(chunk_of == c)]
+        futures = [
+            self.client.submit(_rows_of, parts[c], indices[chunk_of == c] - self.starts[c], pure=False)
+            for c in wanted
+        ]
+        gathered = _wait(futures, what)
+        if not gathered:
+            raise ValueError("X: no rows asked of the chunks")
+        out = np.empty((len(indices), gathered[0].shape[1]), dtype=gathered[0].dtype)
+        for c, rows in zip(wanted, gathered):
+            out[chunk_of == c] = rows
+        return out
+
+
+class _PerChunk(list):
+    """An operand of :meth:`_Chunks.map` with one value per chunk."""
+
+
+class _OrderedRows:
+    """The training rows ordered by class, as ``X_ordered[indices]`` reads them, gathered
+    from the chunks (``_factor.pool`` reads its subsample, the fit its bases)."""
+
+    def __init__(self, chunks, by_class):
+        self.chunks, self.by_class = chunks, by_class
+
+    def __len__(self):
+        return len(self.by_class)
+
+    def __getitem__(self, indices):
+        return self.chunks.rows(self.chunks.parts, self.by_class[np.asarray(indices)], "gathering rows of X")
+
+
+class _CallerRows:
+    """The training rows in the caller's order, gathered from the chunks on demand (the
+    model keeps its bases' rows)."""
+
+    def __init__(self, chunks):
+        self.chunks = chunks
+
+    def __getitem__(self, indices):
+        return self.chunks.rows(self.chunks.parts, indices, "gathering the bases' rows of X")
+
+
+class ChunkedFactor:
+    """``ΦΦ'`` of a factor whose rows the workers hold, chunk by chunk, as the core's
+    selection reads it (``greedy_select(None, y, k, factor=ChunkedFactor(...))``).
+
+    Every vector the core passes or takes is in the engine's row order (the training rows
+    ordered by class: row ``j`` is ``X``'s row ``by_class[j]``); the chunks keep ``X``'s.
+    Each method is one round over the chunks, or two where a reduction feeds a map, each
+    chunk's part computed by the core's per-block arithmetic of the in-memory factored
+    operator and the partial sums added in chunk order. What goes over the network a
+    round: the chunk's slice of the right-hand sides out, ``p × r`` partials back, the sum
+    ``p × r`` out to every chunk, the chunk's ``r × m_c`` products back.
+    """
+
+    def __init__(self, chunks, phi_parts, p, by_class, dtype):
+        self.chunks, self.phi_parts = chunks, phi_parts
+        self.shape = (len(chunks), int(p))
+        self.dtype = np.dtype(dtype)
+        self.by_class = by_class
+        # position[i]: the engine's row of X's row i.
+        self.position = np.empty_like(by_class)
+        self.position[by_class] = np.arange(len(by_class))
+
+    def _reduce(self, operation, operands, what):
+        """``Σ_c operation(Φ_c, operands_c)`` in chunk order."""
+        futures = [
+            self.chunks.client.submit(_factor_block, operation, phi, operand, pure=False)
+            for phi, operand in zip(self.phi_parts, operands)
+        ]
+        partials = _wait(futures, what)
+        total = partials[0].copy()
+        for partial in partials[1:]:
+            total += partial
+        return total
+
+    def _map(self, operation, operand, what):
+        """``operation(Φ_c, operand)`` of every chunk, joined in the engine's order (the
+        last axis)."""
+        futures = [
+            self.chunks.client.submit(_factor_block, operation, phi, operand, pure=False) for phi in self.phi_parts
+        ]
+        joined = np.concatenate(_wait(futures, what), axis=-1)
+        return np.ascontiguousarray(joined[..., self.by_class])
+
+    def multiply(self, rhs):
+        """``ΦΦ'x`` for each row ``x`` of ``rhs`` (``(r, m)``)."""
+        in_caller_order = np.ascontiguousarray(rhs[:, self.position])
+        ys = self._reduce("transpose_times", self.chunks.split(in_caller_order), "a product's partial sums")
+        return self._map("times", ys, "a product")
+
+    def rows(self, picks):
+        """Rows ``picks`` of ``ΦΦ'``: the picked rows of ``Φ``, then ``Φ Φ[picks]'``."""
+        ys = self.chunks.rows(self.phi_parts, self.by_class[picks], "gathering the picks' rows of the factor")
+        return self._map("times", ys, "the picks' kernel rows")
+
+    def diagonal(self):
+        """``‖Φ_i‖²`` of each row."""
+        return self._map("row_norms", None, "the factor's diagonal")
+
+    def column_forms(self, weights):
+        """``Φ_i G Φ_i'`` of each row, ``G = Φ'WΦ``, ``W = diag(weights)`` (None: the identity)."""
+        operands = [None] * len(self.phi_parts) if weights is None else self.chunks.split(weights[self.position])
+        gram = self._reduce("weighted_gram", operands, "the set-up's Gram matrix")
+        return self._map("forms_with", gram, "the set-up's column forms")
+
+
+# -- the fit ----------------------------------------------------------------------------------
+
+def _checked_X(X, y):
+    """``X`` as a dask array of one column chunk, rows chunked as given, in the dtype
+    validation gives (float32 stays float32, other numbers become float64), and the
+    labels ``y`` as a NumPy array."""
+    import dask.array as da
+
+    if not isinstance(X, da.Array):
+        raise ValueError(f"X: a dask collection must be a dask array, got {type(X).__name__}")
+    if X.ndim != 2:
+        raise ValueError(f"X: expected a 2-D dask array of shape (n_samples, n_features), got {X.ndim}-D")
+    if X.dtype.kind not in "biuf":
+        raise ValueError(f"X: dtype {X.dtype} is not a real number type")
+    if any(np.isnan(size) for size in X.chunks[0]):
+        X = X.compute_chunk_sizes()
+    m = X.shape[0]
+    if m < 2:
+        raise ValueError(f"X: found array with {m} sample(s) while a minimum of 2 is required")
+    valid_dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+    X = X.astype(valid_dtype).rechunk({1: -1})
+    if is_dask_input(y):
+        y = _wait([_client().compute(y)], "computing y")[0]
+    if y is None:
+        raise ValueError("y: requires y to be passed, but the target y is None")
+    y = column_or_1d(np.asarray(y), warn=True)
+    try:
+        check_consistent_length(X, y)
+    except ValueError as error:
+        raise ValueError(f"X, y: {error}") from error
+    if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+        raise ValueError("y: Input y contains NaN or infinity")
+    return X, y
+
+
+def prepare_dask_training(estimator, X, y, rng) -> TrainingProblem:
+    """``(X, y)`` of ``estimator.fit``, ``X`` a dask array (and ``y`` a dask or NumPy array
+    of ``m`` labels), made into the :class:`TrainingProblem` of the in-memory factored fit,
+    its factor held by the workers of the current ``distributed`` client."""
+    if not is_dask_input(X):
+        # Only y is chunked: X is in memory already, and so is the fit.
+        return prepare_training(estimator, X, np.asarray(y.compute()), rng)
+    client = _client()
+    X, y = _checked_X(X, y)
+    if estimator.solver == "dense":
+        raise ValueError("solver: a dask X is fitted with solver='factored' (or 'auto'); 'dense' needs the m×m kernel in memory")
+    name = None if callable(estimator.kernel) else core_kernel(estimator.kernel, estimator.degree)
+    if name is None:
+        raise ValueError(
+            f"kernel: a dask X needs a kernel the core computes (rbf, linear or poly of an integral degree), "
+            f"got kernel={estimator._kernel_name()!r}"
+        )
+    dtype, threads = estimator._dtype(), thread_count(estimator.n_jobs)
+    import dask.array as da
+
+    finite, converted_finite, variance = _wait(
+        client.compute([da.isfinite(X).all(), da.isfinite(X.astype(dtype)).all(), X.var(dtype=np.float64)]),
+        "checking X",
+    )
+    if not finite:
+        raise ValueError("X: Input X contains NaN or infinity")
+    if not converted_finite:
+        raise ValueError(f"X: has values beyond the range of {np.dtype(dtype).name}; scale them or use dtype='float64'")
+    # What validate_data(reset=True) records.
+    estimator.n_features_in_ = int(X.shape[1])
+    estimator.__dict__.pop("feature_names_in_", None)
+    classes, y_index = encoded_classes(y)
+    n_classes = len(classes)
+    priors = estimator._checked_priors(y_index, n_classes)
+    m = len(y)
+    k = estimator._resolved_k(n_classes, m)
+    check_kernel_arguments(estimator)
+    gamma = resolve_gamma(estimator.gamma, estimator.kernel, _Variance(X.shape, variance), dtype)
+    params = kernel_parameters(estimator, gamma)
+    by_class = np.argsort(y_index, kind="stable")
+    one_basis = n_classes == 2 or estimator.multiclass == "shared"
+    codes = y_index[by_class]
+    problems = [codes] if one_basis else [(codes == c).astype(np.intp) for c in range(n_classes)]
+    chunks = _Chunks(client, X, dtype)
+    factor = _chunked_factor(chunks, _OrderedRows(chunks, by_class), by_class, name, {**params, "kernel": name},
+                             estimator, dtype, rng, threads)
+    return _ChunkedProblem(
+        X=_CallerRows(chunks), classes=classes, y_index=y_index, priors=priors, k=k, gamma=gamma, params=params,
+        by_class=by_class, problems=problems, solver="factored", dtype=dtype, threads=threads, factor=factor,
+        core_name=name, chunks=chunks,
+    )
+
+
+@dataclass
+class _ChunkedProblem(TrainingProblem):
+    """A :class:`TrainingProblem` whose rows stay on the workers, in ``X``'s chunks (its
+    ``X`` gathers rows by index, its ``factor`` a :class:`ChunkedFactor`): the diagonal and
+    the bases' exact kernel columns are made there, chunk by chunk."""
+
+    chunks: _Chunks | None = None
+
+    def diagonal(self) -> np.ndarray:
+        params = {"kernel": self.core_name, **{name: self.params[name] for name in ("gamma", "degree", "coef0")}}
+        diagonal = np.concatenate(self.chunks.map(_kernel_diagonal, self.chunks.parts, params,
+                                                  what="the kernel's diagonal"))
+        return diagonal[self.by_class]
+
+    def columns(self, supports, kernel):
+        union = np.unique(np.concatenate([np.asarray(support, dtype=np.intp) for support in supports]))
+        basis = _OrderedRows(self.chunks, self.by_class)[union]
+        # The exact kernel columns of the chosen bases (m × |union|), as the in-memory fit's.
+        cross = np.concatenate(
+            self.chunks.map(_kernel_columns, self.chunks.parts, basis, kernel, self.params, self.dtype,
+                            what="the bases' kernel columns"),
+            axis=0,
+        )[self.by_class]
+
+        def columns(support):
+            block = cross[:, np.searchsorted(union, support)]
+            return block, block[support]
+
+        return columns
+
+
+def _chunked_factor(chunks, ordered, by_class, name, params, estimator, dtype, rng, threads):
+    """The factor of the training rows ordered by class, held by the workers: ``X`` itself
+    for ``linear``, else the Nyström factor of the pool ``_factor.pool`` draws, as
+    ``_factor.training_factor`` makes it in memory."""
+    m = len(by_class)
+    if name == "linear":
+        phi_parts, p = chunks.parts, estimator.n_features_in_
+    else:
+        p = factor_width(name, estimator.n_features_in_, m, estimator.factor_rank)
+        indices = pool(ordered, p, estimator.factor_pool, params, rng, threads)
+        points = ordered[indices]
+        whitening = _core.nystroem_whitening(points, n_threads=threads, **params)
+        points_f, whitening_f = chunks.client.scatter([points, whitening], broadcast=True)
+        phi_parts = [
+            chunks.client.submit(_nystroem_rows, part, points_f, whitening_f, params, pure=False)
+            for part in chunks.parts
+        ]
+        _wait(phi_parts, "building the factor's rows")
+        p = whitening.shape[1]
+    return ChunkedFactor(chunks, phi_parts, p, by_class, dtype)
+
+
+class _Variance:
+    """What ``resolve_gamma`` reads of ``X``: its shape and variance, computed on the cluster."""
+
+    def __init__(self, shape, variance):
+        self.shape, self._variance = shape, float(variance)
+
+    def var(self, dtype=None):
+        return self._variance

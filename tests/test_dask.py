@@ -1,0 +1,175 @@
+"""``GreedyKFDA.fit`` on dask arrays with a ``distributed`` client (python/gkfda/_dask.py):
+the same picks as the in-memory factored fit with the same ``random_state``, its
+coefficients and probabilities to 1e-8 (float64), on a ``LocalCluster`` of two worker
+processes; chunks of one row, of one class, uneven; float32; and the bad inputs."""
+
+import pickle
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+import gkfda  # noqa: E402
+from gkfda import _dask  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning:distributed")
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(
+        n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0", silence_logs=40
+    )
+    client = distributed.Client(cluster, timeout=60)
+    yield client
+    client.close(timeout=30)
+    cluster.close(timeout=30)
+
+
+@pytest.fixture(autouse=True)
+def short_rounds(monkeypatch):
+    # A lost worker fails a test instead of hanging it.
+    monkeypatch.setattr(_dask, "ROUND_TIMEOUT", 60.0)
+
+
+def data(m=240, n_classes=2, seed=0, dtype=np.float64, features=3):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(m, features))
+    y = (np.arctan2(X[:, 1], X[:, 0]) // (2 * np.pi / n_classes)).astype(int) % n_classes
+    return X.astype(dtype), y
+
+
+def chunked(X, y, rows):
+    return da.from_array(X, chunks=(rows, X.shape[1])), da.from_array(y, chunks=(rows,))
+
+
+def assert_same_fit(reference, model, X, atol=1e-8):
+    np.testing.assert_array_equal(model.support_, reference.support_)
+    np.testing.assert_allclose(model.coef_, reference.coef_, rtol=0, atol=atol)
+    np.testing.assert_allclose(model.intercept_, reference.intercept_, rtol=0, atol=atol)
+    np.testing.assert_allclose(model.predict_proba(X), reference.predict_proba(X), rtol=0, atol=atol)
+    assert model.solver_ == "factored"
+
+
+def test_a_dask_fit_needs_a_client():
+    # First in the module: the module's cluster and client start with the next test.
+    X, y = data(m=40)
+    with pytest.raises(ValueError, match=r"^X: .*distributed.Client"):
+        gkfda.GreedyKFDA(k=4).fit(*chunked(X, y, 20))
+
+
+PARITY_CASES = [
+    # (classes, multiclass, criterion, deflation, stages, kernel)
+    (2, "shared", "optimal", "projection", 1, "rbf"),
+    (2, "shared", "optimal", "schur", 1, "rbf"),
+    (2, "shared", "pseudo", "ortho-schur", 3, "rbf"),
+    (2, "shared", "optimal", "hotelling", 2, "rbf"),
+    (3, "shared", "optimal", "projection", 1, "rbf"),
+    (3, "ovr", "optimal", "schur", 1, "rbf"),
+    (3, "ovr", "random", "projection", 1, "rbf"),
+    (2, "shared", "optimal", "projection", 1, "linear"),
+    (3, "shared", "optimal", "schur", 2, "poly"),
+]
+
+
+@pytest.mark.parametrize("n_classes, multiclass, criterion, deflation, stages, kernel", PARITY_CASES)
+def test_a_dask_fit_is_the_in_memory_factored_fit(client, n_classes, multiclass, criterion, deflation, stages, kernel):
+    # The linear kernel's rank is the features': past it the ratio criteria tie exactly
+    # (a rank-one residual), and rounding breaks the tie, so it gets more features than k.
+    X, y = data(n_classes=n_classes, seed=n_classes, features=20 if kernel == "linear" else 3)
+    params = dict(
+        k=12, kernel=kernel, criterion=criterion, deflation=deflation, stages=stages, multiclass=multiclass,
+        factor_rank=40, random_state=3,
+    )
+    if kernel == "poly":
+        params.update(degree=2, gamma=0.5)
+    reference = gkfda.GreedyKFDA(solver="factored", **params).fit(X, y)
+    model = gkfda.GreedyKFDA(**params).fit(*chunked(X, y, 70))
+    assert_same_fit(reference, model, X)
+
+
+def test_pools_and_a_given_gamma(client):
+    X, y = data(seed=5)
+    for pool in ("greedy", "uniform"):
+        params = dict(k=10, gamma=0.7, factor_rank=30, factor_pool=pool, random_state=1)
+        reference = gkfda.GreedyKFDA(solver="factored", **params).fit(X, y)
+        assert_same_fit(reference, gkfda.GreedyKFDA(**params).fit(*chunked(X, y, 100)), X)
+
+
+@pytest.mark.parametrize(
+    "sizes",
+    [
+        (1, 119, 120),  # a chunk of one row
+        (37, 1, 90, 1, 111),  # several, between uneven chunks
+        (240,),  # one chunk
+    ],
+)
+def test_uneven_chunks_and_chunks_of_one_row(client, sizes):
+    X, y = data(seed=7)
+    params = dict(k=10, factor_rank=30, random_state=2)
+    reference = gkfda.GreedyKFDA(solver="factored", **params).fit(X, y)
+    Xd = da.from_array(X, chunks=(sizes, 3))
+    model = gkfda.GreedyKFDA(**params).fit(Xd, y)  # y in memory: m labels
+    assert_same_fit(reference, model, X)
+
+
+def test_a_class_alone_in_a_chunk(client):
+    X, y = data(m=210, n_classes=3, seed=11)
+    order = np.argsort(y, kind="stable")  # chunks of one class each, then mixed
+    X, y = X[order], y[order]
+    sizes = tuple(np.bincount(y))
+    for multiclass in ("shared", "ovr"):
+        params = dict(k=9, factor_rank=30, random_state=4, multiclass=multiclass, deflation="schur")
+        reference = gkfda.GreedyKFDA(solver="factored", **params).fit(X, y)
+        model = gkfda.GreedyKFDA(**params).fit(da.from_array(X, chunks=(sizes, 3)), y)
+        assert_same_fit(reference, model, X)
+
+
+def test_float32(client):
+    X, y = data(seed=13)
+    params = dict(k=10, factor_rank=30, random_state=0, dtype="float32")
+    reference = gkfda.GreedyKFDA(solver="factored", **params).fit(X.astype(np.float32), y)
+    model = gkfda.GreedyKFDA(**params).fit(*chunked(X.astype(np.float32), y, 64))
+    assert_same_fit(reference, model, X, atol=1e-4)
+
+
+def test_the_model_is_an_ordinary_in_memory_model(client):
+    X, y = data(seed=17)
+    model = gkfda.GreedyKFDA(k=8, factor_rank=30, random_state=0).fit(*chunked(X, y, 80))
+    copy = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(copy.predict(X), model.predict(X))
+    assert model.n_features_in_ == 3
+    assert model.score(X, y) > 0.8
+
+
+def test_bad_inputs_are_refused_naming_the_argument(client):
+    X, y = data(m=60)
+    Xd, yd = chunked(X, y, 20)
+    with pytest.raises(ValueError, match=r"^X, y: "):
+        gkfda.GreedyKFDA(k=4).fit(Xd, y[:-1])
+    with pytest.raises(ValueError, match=r"^solver: "):
+        gkfda.GreedyKFDA(k=4, solver="dense").fit(Xd, yd)
+    with pytest.raises(ValueError, match=r"^kernel: "):
+        gkfda.GreedyKFDA(k=4, kernel="sigmoid").fit(Xd, yd)
+    bad = X.copy()
+    bad[45, 1] = np.nan  # in the third chunk
+    with pytest.raises(ValueError, match=r"^X: .*NaN"):
+        gkfda.GreedyKFDA(k=4).fit(da.from_array(bad, chunks=(20, 3)), yd)
+    with pytest.raises(ValueError, match=r"^y: "):
+        gkfda.GreedyKFDA(k=4).fit(Xd, np.zeros(60))
+    with pytest.raises(ValueError, match=r"^X: "):
+        gkfda.GreedyKFDA(k=4).fit(da.from_array(X[:, 0], chunks=20), yd)
+
+
+def test_a_failing_worker_surfaces_as_its_exception(client, monkeypatch):
+    """A task that raises on a worker ends the fit with that exception, not a panic."""
+    X, y = data(m=80)
+
+    def broken(operation, phi, operand=None):
+        raise RuntimeError(f"worker lost during {operation}")
+
+    monkeypatch.setattr(_dask, "_factor_block", broken)
+    with pytest.raises(RuntimeError, match="worker lost during"):
+        gkfda.GreedyKFDA(k=5, factor_rank=20).fit(*chunked(X, y, 30))
