@@ -5,6 +5,7 @@
 use crate::error::{Error, Result};
 use crate::kernel::{self, gemm, Kernel};
 use crate::operator::allocate_factor;
+use crate::progress::Progress;
 use crate::real::Real;
 use crate::tuning::FACTOR_BLOCK_ROWS;
 use faer::{Mat, Side};
@@ -63,6 +64,20 @@ pub fn nystroem_with_stop<F: Real>(
     n_threads: usize,
     stop: &AtomicBool,
 ) -> Result<Array2<F>> {
+    nystroem_with_progress(x, pool, kernel, n_threads, stop, &Progress::new())
+}
+
+/// [`nystroem_with_stop`], which counts its blocks of rows in `progress` (all of them to
+/// do once the pool's whitening is known, one done as each block is written) for a caller
+/// on another thread to read.
+pub fn nystroem_with_progress<F: Real>(
+    x: ArrayView2<F>,
+    pool: &[usize],
+    kernel: &Kernel,
+    n_threads: usize,
+    stop: &AtomicBool,
+    progress: &Progress,
+) -> Result<Array2<F>> {
     kernel.validate_for::<F>()?;
     let m = x.nrows();
     if pool.is_empty() || pool.len() > m {
@@ -86,6 +101,7 @@ pub fn nystroem_with_stop<F: Real>(
     let width = whitening.ncols();
     let mut factor = allocate_factor::<F>(m, width)?;
     let thread_pool = crate::pool::shared(n_threads)?;
+    progress.add_total(m.div_ceil(FACTOR_BLOCK_ROWS));
     thread_pool.install(|| {
         factor
             .axis_chunks_iter_mut(Axis(0), FACTOR_BLOCK_ROWS)
@@ -98,6 +114,7 @@ pub fn nystroem_with_stop<F: Real>(
                 let rows = b * FACTOR_BLOCK_ROWS..b * FACTOR_BLOCK_ROWS + block.nrows();
                 let cross = kernel::cross(x.slice(s![rows, ..]), points.view(), kernel, 1)?;
                 gemm(block, cross.view(), whitening.view());
+                progress.advance(1);
                 Ok(())
             })
     })?;
@@ -140,5 +157,15 @@ mod tests {
         let raised = AtomicBool::new(true);
         let error = nystroem_with_stop(x.view(), &small, &kernel, 1, &raised).unwrap_err();
         assert_eq!(error, Error::Interrupted);
+    }
+
+    #[test]
+    fn the_factor_counts_its_blocks() {
+        let m = 2 * FACTOR_BLOCK_ROWS + 5;
+        let x = Array2::from_shape_fn((m, 2), |(i, j)| ((i * 5 + j) % 13) as f64 / 6.0);
+        let (progress, stop) = (Progress::new(), AtomicBool::new(false));
+        let kernel = Kernel::Rbf { gamma: 0.5 };
+        nystroem_with_progress(x.view(), &[0, 7, 300], &kernel, 2, &stop, &progress).unwrap();
+        assert_eq!(progress.get(), (3, 3));
     }
 }

@@ -33,6 +33,7 @@ from ._kernels import (
 )
 from ._factor import DEFAULT_FACTOR_RANK, POOLS, SOLVERS, factor_width, resolved_solver, training_factor
 from ._factor import diagonal as factor_diagonal
+from ._progress import progress_bar
 from ._model import compacted, fit_discriminant, one_blas_thread
 from .bounds import FeatureMoments, GeneralisationBound, _check_delta, _check_radius, _check_variant, fisher_discriminant_bound
 from ._validation import (
@@ -145,6 +146,9 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         points (at least 10,000): randomly pivoted Cholesky (pivots drawn in proportion to
         the residual diagonal), greedy pivoted Cholesky (the largest residual diagonal), or
         uniformly.
+    verbose : bool or int, default=False
+        Progress bars on stderr (tqdm): of the factor's blocks of rows (``solver="factored"``
+        with ``rbf`` or ``poly``) and of the selection's picks. Results do not depend on it.
 
     Attributes
     ----------
@@ -215,6 +219,7 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         "solver": [StrOptions(set(SOLVERS))],
         "factor_rank": [_count()],
         "factor_pool": [StrOptions(set(POOLS))],
+        "verbose": ["verbose"],
     }
 
     def __init__(
@@ -236,6 +241,7 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         solver="auto",
         factor_rank=DEFAULT_FACTOR_RANK,
         factor_pool="rpcholesky",
+        verbose=False,
     ):
         self.k = k
         self.criterion = criterion
@@ -254,6 +260,7 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         self.solver = solver
         self.factor_rank = factor_rank
         self.factor_pool = factor_pool
+        self.verbose = verbose
 
     # What ``_set_public_attributes`` derives from the models and the bases' training rows:
     # left out of pickles (and copies), so that each array is stored once, and derived again
@@ -491,7 +498,8 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         p = factor_width(core_kernel(self.kernel, self.degree), X.shape[1], m, self.factor_rank)
         check_factored_fit_fits(m, p, k, selections, X.dtype, threads)
         params = self._kernel_params()
-        factor = training_factor(X, X.dtype, p, self.factor_pool, params, rng, threads)
+        with progress_bar(self.verbose, "factor", "block") as report:
+            factor = training_factor(X, X.dtype, p, self.factor_pool, params, rng, threads, progress=report)
         return self._select(None, problems, k, rng, threads, by_class, factor=factor)
 
     def _select(self, K, problems, k, rng, threads, by_class, factor=None):
@@ -517,13 +525,15 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
             factor=factor,
         )
         try:
-            if len(problems) == 1:
-                (codes,) = problems
-                order = None if orders is None else orders[0]
-                # Two classes go as booleans, the labels the binary engine has always taken.
-                labels = codes == 1 if codes.max() == 1 else codes.astype(np.int64)
-                return [_core.greedy_select(K, np.ascontiguousarray(labels), k, random_order=order, **options)]
-            return _core.greedy_select_many(K, np.stack(problems) == 1, k, random_order=orders, **options)
+            with progress_bar(self.verbose, "selection", "pick") as report:
+                options["progress"] = report
+                if len(problems) == 1:
+                    (codes,) = problems
+                    order = None if orders is None else orders[0]
+                    # Two classes go as booleans, the labels the binary engine has always taken.
+                    labels = codes == 1 if codes.max() == 1 else codes.astype(np.int64)
+                    return [_core.greedy_select(K, np.ascontiguousarray(labels), k, random_order=order, **options)]
+                return _core.greedy_select_many(K, np.stack(problems) == 1, k, random_order=orders, **options)
         except ValueError as error:
             if str(error).startswith("K:"):  # the kernel is built from X (or is X)
                 raise ValueError(f"X: its kernel {str(error)[3:]}; scale the features") from error
