@@ -206,6 +206,10 @@ pub fn select_many_with_stop<F: Real>(
     problems: &[(&[bool], GreedyParams)],
     stop: &AtomicBool,
 ) -> Result<Vec<Selection>> {
+    // No problems, no selections: whatever the kernel, as over an operator.
+    if problems.is_empty() {
+        return Ok(Vec::new());
+    }
     let operator = KernelOperator::dense_of(&kernel, "K")?;
     select_many_on(operator, problems, stop)
 }
