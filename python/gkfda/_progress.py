@@ -17,10 +17,17 @@ def progress_bar(verbose, description, unit):
         return
     from tqdm import tqdm  # on first use, as the package's imports are
 
-    with tqdm(desc=description, unit=unit, file=sys.stderr) as bar:
+    bars = []  # made at the first report, which knows the total
 
-        def report(done, total):
-            bar.total = total
-            bar.update(done - bar.n)
+    def report(done, total):
+        if not bars:
+            bars.append(tqdm(total=total, desc=description, unit=unit, file=sys.stderr))
+        bar = bars[0]
+        bar.total = total
+        bar.update(done - bar.n)
 
+    try:
         yield report
+    finally:
+        for bar in bars:
+            bar.close()
