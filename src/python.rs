@@ -61,8 +61,8 @@ fn interruptible<T: Send>(
 
 /// [`interruptible`] for work that counts its progress: with a `report` callback, each
 /// poll that finds the count changed calls `report(done, total)` (with the GIL), and the
-/// last count is reported once the work has returned; an exception it raises stops the
-/// work as a signal handler's does. Without one, the count is never read.
+/// last count is reported once the work has returned `Ok`; an exception it raises stops
+/// the work as a signal handler's does. Without one, the count is never read.
 fn reporting<T: Send>(
     py: Python<'_>,
     report: Option<&Bound<'_, PyAny>>,
@@ -108,10 +108,12 @@ fn reporting<T: Send>(
             while let Err(mpsc::RecvTimeoutError::Timeout) = finished.recv_timeout(SIGNAL_POLL) {
                 poll(false);
             }
-            if report.is_some() {
+            let joined = worker.join();
+            // The whole count of work that ended well (a refusal reports nothing more).
+            if report.is_some() && matches!(joined, Ok(Ok(_))) {
                 poll(true);
             }
-            (worker.join(), raised)
+            (joined, raised)
         })
     });
     // A panic in the core resumes here, where pyo3 turns it into a `PanicException`.

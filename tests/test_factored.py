@@ -331,6 +331,11 @@ def test_the_core_reports_progress_to_a_callback_and_stops_when_it_raises():
 
     with pytest.raises(Refused):
         _core.greedy_select(None, y == 1, 15, factor=np.ascontiguousarray(X), progress=refuse)
+    # A refused call reports no count.
+    reports.clear()
+    with pytest.raises(ValueError, match="^k: "):
+        _core.greedy_select(None, y == 1, 0, factor=np.ascontiguousarray(X), progress=lambda *c: reports.append(c))
+    assert reports == []
 
 
 def test_factored_fits_of_degenerate_training_sets():
