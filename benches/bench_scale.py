@@ -2,6 +2,7 @@
 
     python benches/bench_scale.py                          # m = 20,000, 100,000, 1,000,000
     python benches/bench_scale.py --sizes 20000 --pools rpcholesky greedy uniform
+    python benches/bench_scale.py --kernel linear --sizes 1000000
 
 Data: ``make_classification(n_samples=m + 20000, n_features=20, n_informative=12,
 n_clusters_per_class=16, class_sep=1.5, flip_y=0.02, random_state=5)``, standardised by the
@@ -9,8 +10,10 @@ training rows' means and deviations, the last 20,000 rows held out; float32; rbf
 ``gamma=1/20``; k = 200. For each m: ``GreedyKFDA(solver="factored")`` (one row per pool
 method of ``--pools``, factor rank ``--rank``), ``Nystroem(n_components=k)`` + LDA (uniform
 landmarks, 3 seeds: mean and range), ``Nystroem(2k)`` + LDA, ``Nystroem(p)`` + LDA, and at
-m = 20,000 ``GreedyKFDA(solver="dense")``. Each fit runs in a process of its own, whose
-peak resident memory (the data included) is reported. Prints a Markdown table.
+m = 20,000 ``GreedyKFDA(solver="dense")``. With ``--kernel linear``:
+``GreedyKFDA(kernel="linear", solver="factored")`` (its factor is ``X`` itself, p = 20) beside
+``LinearDiscriminantAnalysis`` on the same features. Each fit runs in a process of its own,
+whose peak resident memory (the data included) is reported. Prints a Markdown table.
 """
 
 from __future__ import annotations
@@ -48,6 +51,14 @@ def worker(method, m, seed, rank, pool):
 
         model = GreedyKFDA(k=K, gamma=1 / 20, dtype="float32", solver=method, factor_rank=rank,
                            factor_pool=pool, random_state=seed).fit(X, y)
+    elif method == "linear":
+        from gkfda import GreedyKFDA
+
+        model = GreedyKFDA(k=K, kernel="linear", dtype="float32", solver="factored").fit(X, y)
+    elif method == "lda":
+        from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+
+        model = LinearDiscriminantAnalysis().fit(X, y)
     else:
         from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
         from sklearn.kernel_approximation import Nystroem
@@ -59,7 +70,8 @@ def worker(method, m, seed, rank, pool):
     seconds = time.perf_counter() - start
     accuracy = float(model.score(X_test, y_test))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(json.dumps({"seconds": seconds, "accuracy": accuracy, "peak": peak}))
+    bases = int(getattr(model, "k_", 0))
+    print(json.dumps({"seconds": seconds, "accuracy": accuracy, "peak": peak, "bases": bases}))
 
 
 def run(method, m, seed, rank, pool):
@@ -76,17 +88,27 @@ def main():
     parser.add_argument("--rank", type=int, default=1000, help="factor_rank p")
     parser.add_argument("--pools", nargs="+", default=["rpcholesky"])
     parser.add_argument("--seeds", type=int, default=3, help="seeds of Nystroem(k) + LDA")
+    parser.add_argument("--kernel", choices=["rbf", "linear"], default="rbf",
+                        help="linear: the factored linear kernel beside LDA")
     parser.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         method, m, seed, rank, pool = args.worker
         worker(method, int(m), int(seed), int(rank), pool)
         return
-    print(f"k = {K}, factor_rank p = {args.rank}, float32, rbf gamma = 1/20, 20,000 held out\n")
+    if args.kernel == "linear":
+        print(f"k = {K}, linear kernel (p = 20 features), float32, 20,000 held out\n")
+    else:
+        print(f"k = {K}, factor_rank p = {args.rank}, float32, rbf gamma = 1/20, 20,000 held out\n")
     print("| m | method | fit (s) | peak RSS (GiB) | held-out accuracy |")
     print("|---|---|---|---|---|")
-    gib = 2**30
     for m in args.sizes:
+        if args.kernel == "linear":
+            fit = run("linear", m, 0, args.rank, "uniform")
+            rows = [(f"GreedyKFDA factored, linear (k_ = {fit['bases']})", [fit]),
+                    ("LinearDiscriminantAnalysis", [run("lda", m, 0, args.rank, "uniform")])]
+            print_rows(m, rows)
+            continue
         rows = []
         for pool in args.pools:
             rows.append((f"GreedyKFDA factored ({pool})", [run("factored", m, 0, args.rank, pool)]))
@@ -96,14 +118,20 @@ def main():
                      [run("nystroem_k", m, seed, args.rank, "uniform") for seed in range(args.seeds)]))
         rows.append((f"Nystroem({2 * K}) + LDA", [run("nystroem_2k", m, 0, args.rank, "uniform")]))
         rows.append((f"Nystroem({args.rank}) + LDA", [run("nystroem_p", m, 0, args.rank, "uniform")]))
-        for name, results in rows:
-            accuracies = [r["accuracy"] for r in results]
-            seconds = sum(r["seconds"] for r in results) / len(results)
-            peak = max(r["peak"] for r in results) / gib
-            accuracy = f"{sum(accuracies) / len(accuracies):.4f}"
-            if len(results) > 1:
-                accuracy += f" ({min(accuracies):.4f}–{max(accuracies):.4f})"
-            print(f"| {m:,} | {name} | {seconds:.1f} | {peak:.2f} | {accuracy} |", flush=True)
+        print_rows(m, rows)
+
+
+def print_rows(m, rows):
+    """A table row per ``(name, results)``: mean fit time, largest peak, mean accuracy (and its
+    range over several results)."""
+    for name, results in rows:
+        accuracies = [r["accuracy"] for r in results]
+        seconds = sum(r["seconds"] for r in results) / len(results)
+        peak = max(r["peak"] for r in results) / 2**30
+        accuracy = f"{sum(accuracies) / len(accuracies):.4f}"
+        if len(results) > 1:
+            accuracy += f" ({min(accuracies):.4f}–{max(accuracies):.4f})"
+        print(f"| {m:,} | {name} | {seconds:.1f} | {peak:.2f} | {accuracy} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
 use crate::error::{Error, Result};
 use crate::kernel::{self, gemm, Kernel};
 use crate::operator::allocate_factor;
+use crate::progress::Progress;
 use crate::real::Real;
 use crate::tuning::FACTOR_BLOCK_ROWS;
 use faer::{Mat, Side};
@@ -65,6 +66,20 @@ pub fn nystroem_with_stop<F: Real>(
     n_threads: usize,
     stop: &AtomicBool,
 ) -> Result<Array2<F>> {
+    nystroem_with_progress(x, pool, kernel, n_threads, stop, &Progress::new())
+}
+
+/// [`nystroem_with_stop`], which counts its blocks of rows in `progress` (all of them to
+/// do once the pool's whitening is known, one done as each block is written) for a caller
+/// on another thread to read.
+pub fn nystroem_with_progress<F: Real>(
+    x: ArrayView2<F>,
+    pool: &[usize],
+    kernel: &Kernel,
+    n_threads: usize,
+    stop: &AtomicBool,
+    progress: &Progress,
+) -> Result<Array2<F>> {
     kernel.validate_for::<F>()?;
     let m = x.nrows();
     if pool.is_empty() || pool.len() > m {
@@ -84,7 +99,15 @@ pub fn nystroem_with_stop<F: Real>(
     }
     let points = x.select(Axis(0), pool);
     let whitening = nystroem_whitening(points.view(), kernel, n_threads)?;
-    nystroem_rows_with_stop(x, points.view(), whitening.view(), kernel, n_threads, stop)
+    nystroem_rows_with_progress(
+        x,
+        points.view(),
+        whitening.view(),
+        kernel,
+        n_threads,
+        stop,
+        progress,
+    )
 }
 
 /// `W` of the pool `points` (`p × p'`, `p' ≤ p`): `K[P, P] = UΛU'` in float64, `W =
@@ -118,6 +141,28 @@ pub fn nystroem_rows_with_stop<F: Real>(
     n_threads: usize,
     stop: &AtomicBool,
 ) -> Result<Array2<F>> {
+    nystroem_rows_with_progress(
+        x,
+        points,
+        whitening,
+        kernel,
+        n_threads,
+        stop,
+        &Progress::new(),
+    )
+}
+
+/// [`nystroem_rows_with_stop`], which counts its blocks of rows in `progress` (all of them
+/// to do at the start, one done as each block is written).
+pub fn nystroem_rows_with_progress<F: Real>(
+    x: ArrayView2<F>,
+    points: ArrayView2<F>,
+    whitening: ArrayView2<F>,
+    kernel: &Kernel,
+    n_threads: usize,
+    stop: &AtomicBool,
+    progress: &Progress,
+) -> Result<Array2<F>> {
     kernel.validate_for::<F>()?;
     if points.ncols() != x.ncols() || whitening.nrows() != points.nrows() {
         return Err(Error::invalid(
@@ -134,6 +179,7 @@ pub fn nystroem_rows_with_stop<F: Real>(
     let width = whitening.ncols();
     let mut factor = allocate_factor::<F>(x.nrows(), width)?;
     let thread_pool = crate::pool::shared(n_threads)?;
+    progress.add_total(x.nrows().div_ceil(FACTOR_BLOCK_ROWS));
     thread_pool.install(|| {
         factor
             .axis_chunks_iter_mut(Axis(0), FACTOR_BLOCK_ROWS)
@@ -146,6 +192,7 @@ pub fn nystroem_rows_with_stop<F: Real>(
                 let rows = b * FACTOR_BLOCK_ROWS..b * FACTOR_BLOCK_ROWS + block.nrows();
                 let cross = kernel::cross(x.slice(s![rows, ..]), points, kernel, 1)?;
                 gemm(block, cross.view(), whitening);
+                progress.advance(1);
                 Ok(())
             })
     })?;
@@ -203,5 +250,15 @@ mod tests {
         let raised = AtomicBool::new(true);
         let error = nystroem_with_stop(x.view(), &small, &kernel, 1, &raised).unwrap_err();
         assert_eq!(error, Error::Interrupted);
+    }
+
+    #[test]
+    fn the_factor_counts_its_blocks() {
+        let m = 2 * FACTOR_BLOCK_ROWS + 5;
+        let x = Array2::from_shape_fn((m, 2), |(i, j)| ((i * 5 + j) % 13) as f64 / 6.0);
+        let (progress, stop) = (Progress::new(), AtomicBool::new(false));
+        let kernel = Kernel::Rbf { gamma: 0.5 };
+        nystroem_with_progress(x.view(), &[0, 7, 300], &kernel, 2, &stop, &progress).unwrap();
+        assert_eq!(progress.get(), (3, 3));
     }
 }

@@ -10,6 +10,7 @@ use crate::kernel::{self, Kernel};
 use crate::link::Link;
 use crate::operator::{ExternalFactor, FactorSource, KernelOperator};
 use crate::parsimonious;
+use crate::progress::Progress;
 use crate::pursuit::{self, Method, PursuitParams};
 use crate::real::Real;
 use crate::selection;
@@ -58,27 +59,64 @@ fn interruptible<T: Send>(
     py: Python<'_>,
     work: impl FnOnce(&AtomicBool) -> Result<T, Error> + Send,
 ) -> PyResult<T> {
+    reporting(py, None, |stop, _| work(stop))
+}
+
+/// [`interruptible`] for work that counts its progress: with a `report` callback, each
+/// poll that finds the count changed calls `report(done, total)` (with the GIL), and the
+/// last count is reported once the work has returned `Ok`; an exception it raises stops
+/// the work as a signal handler's does. Without one, the count is never read.
+fn reporting<T: Send>(
+    py: Python<'_>,
+    report: Option<&Bound<'_, PyAny>>,
+    work: impl FnOnce(&AtomicBool, &Progress) -> Result<T, Error> + Send,
+) -> PyResult<T> {
     let stop = AtomicBool::new(false);
+    let progress = Progress::new();
+    let report: Option<Py<PyAny>> = report.filter(|r| !r.is_none()).map(|r| r.clone().unbind());
     let (outcome, raised) = py.detach(|| {
         std::thread::scope(|scope| {
             let (done, finished) = mpsc::channel::<()>();
-            let stop = &stop;
+            let (stop, progress) = (&stop, &progress);
             let worker = scope.spawn(move || {
-                let result = work(stop);
+                let result = work(stop, progress);
                 // The receiver outlives the worker: it is joined below.
                 let _ = done.send(());
                 result
             });
             let mut raised: Option<PyErr> = None;
-            while let Err(mpsc::RecvTimeoutError::Timeout) = finished.recv_timeout(SIGNAL_POLL) {
-                if raised.is_none() {
-                    if let Err(error) = Python::attach(|py| py.check_signals()) {
-                        raised = Some(error);
-                        stop.store(true, Ordering::Relaxed);
-                    }
+            let mut reported = None;
+            let mut poll = |last: bool| {
+                if raised.is_some() {
+                    return;
                 }
+                let outcome = Python::attach(|py| {
+                    if !last {
+                        py.check_signals()?;
+                    }
+                    let now = progress.get();
+                    match &report {
+                        Some(report) if reported != Some(now) => {
+                            reported = Some(now);
+                            report.call1(py, now).map(drop)
+                        }
+                        _ => Ok(()),
+                    }
+                });
+                if let Err(error) = outcome {
+                    raised = Some(error);
+                    stop.store(true, Ordering::Relaxed);
+                }
+            };
+            while let Err(mpsc::RecvTimeoutError::Timeout) = finished.recv_timeout(SIGNAL_POLL) {
+                poll(false);
             }
-            (worker.join(), raised)
+            let joined = worker.join();
+            // The whole count of work that ended well (a refusal reports nothing more).
+            if report.is_some() && matches!(joined, Ok(Ok(_))) {
+                poll(true);
+            }
+            (joined, raised)
         })
     });
     // A panic in the core resumes here, where pyo3 turns it into a `PanicException`.
@@ -359,6 +397,7 @@ fn select_typed<'py, F: Real + numpy::Element>(
     kernel: PyReadonlyArray2<'py, F>,
     factored: bool,
     problems: &Problems<'_>,
+    report: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Vec<SelectionTuple<'py>>> {
     let view = kernel.as_array();
     let operator = if factored {
@@ -368,11 +407,13 @@ fn select_typed<'py, F: Real + numpy::Element>(
     };
     // Always watched: a selection's length depends on more than the kernel's size (k,
     // stages, deflation), and a thread spawn is little beside even a small one.
-    let selections = interruptible(py, |stop| match problems {
-        Problems::Classes(classes, params) => Ok(vec![selection::select_classes_on(
-            operator, classes, params, stop,
+    let selections = reporting(py, report, |stop, progress| match problems {
+        Problems::Classes(classes, params) => Ok(vec![selection::select_classes_with_progress(
+            operator, classes, params, stop, progress,
         )?]),
-        Problems::TwoClass(problems) => selection::select_many_on(operator, problems, stop),
+        Problems::TwoClass(problems) => {
+            selection::select_many_with_progress(operator, problems, stop, progress)
+        }
     })?;
     Ok(selections
         .into_iter()
@@ -381,12 +422,14 @@ fn select_typed<'py, F: Real + numpy::Element>(
 }
 
 /// The selections of `problems` over `kernel` or, given instead, over the kernel `ΦΦ'` of
-/// `factor`; float64 or float32.
+/// `factor`; float64 or float32. `progress(done, total)`, when given, is called as picks
+/// are made ([`reporting`]).
 fn select_any<'py>(
     py: Python<'py>,
     kernel: Option<&Bound<'py, PyAny>>,
     factor: Option<&Bound<'py, PyAny>>,
     problems: &Problems<'_>,
+    progress: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Vec<SelectionTuple<'py>>> {
     let (array, factored) = kernel_or_factor(kernel, factor)?;
     if factored && is_factor_holder(array) {
@@ -399,10 +442,10 @@ fn select_any<'py>(
         };
     }
     if let Ok(k64) = array.extract::<PyReadonlyArray2<f64>>() {
-        return select_typed(py, k64, factored, problems);
+        return select_typed(py, k64, factored, problems, progress);
     }
     if let Ok(k32) = array.extract::<PyReadonlyArray2<f32>>() {
-        return select_typed(py, k32, factored, problems);
+        return select_typed(py, k32, factored, problems, progress);
     }
     let argument = if factored { "factor" } else { "K" };
     Err(PyTypeError::new_err(format!(
@@ -650,9 +693,11 @@ fn params_of(
 /// `(indices, stopped_early, kernel_passes)`. When the classes of `y` come in long runs (as
 /// `GreedyKFDA.fit` orders them), each pass splits the kernel's rows by class and does
 /// half the multiply-adds. With `factor` (an `m×p` C-contiguous array `Φ`, and `kernel`
-/// None) the kernel is `ΦΦ'`, never formed: each product costs O(mp).
+/// None) the kernel is `ΦΦ'`, never formed: each product costs O(mp). `progress`, a
+/// callable, is called `progress(picks_done, picks_to_do)` every 50 ms while the count
+/// changes, and once at the end.
 #[pyfunction]
-#[pyo3(signature = (kernel, y, k, *, criterion="optimal", deflation="schur", stages=1, random_order=None, seed=0, tol=None, n_threads=1, factor=None))]
+#[pyo3(signature = (kernel, y, k, *, criterion="optimal", deflation="schur", stages=1, random_order=None, seed=0, tol=None, n_threads=1, factor=None, progress=None))]
 #[allow(clippy::too_many_arguments)]
 fn greedy_select<'py>(
     py: Python<'py>,
@@ -667,6 +712,7 @@ fn greedy_select<'py>(
     tol: Option<f64>,
     n_threads: i64,
     factor: Option<&Bound<'py, PyAny>>,
+    progress: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<SelectionTuple<'py>> {
     let classes = class_codes(y)?;
     let random_order = random_order
@@ -683,7 +729,7 @@ fn greedy_select<'py>(
         n_threads,
     )?;
     let problems = Problems::Classes(&classes, params);
-    let mut selections = select_any(py, kernel, factor, &problems)?;
+    let mut selections = select_any(py, kernel, factor, &problems, progress)?;
     Ok(selections.remove(0))
 }
 
@@ -723,9 +769,9 @@ fn class_codes(y: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
 /// problem `c`'s priority order.
 ///
 /// Returns one `(indices, stopped_early, kernel_passes)` per problem. `factor` as in
-/// `greedy_select`.
+/// `greedy_select`; `progress` counts the picks of every problem.
 #[pyfunction]
-#[pyo3(signature = (kernel, y, k, *, criterion="optimal", deflation="schur", stages=1, random_order=None, seed=0, tol=None, n_threads=1, factor=None))]
+#[pyo3(signature = (kernel, y, k, *, criterion="optimal", deflation="schur", stages=1, random_order=None, seed=0, tol=None, n_threads=1, factor=None, progress=None))]
 #[allow(clippy::too_many_arguments)]
 fn greedy_select_many<'py>(
     py: Python<'py>,
@@ -740,6 +786,7 @@ fn greedy_select_many<'py>(
     tol: Option<f64>,
     n_threads: i64,
     factor: Option<&Bound<'py, PyAny>>,
+    progress: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Vec<SelectionTuple<'py>>> {
     let y: PyReadonlyArray2<'py, bool> = y
         .extract()
@@ -774,7 +821,7 @@ fn greedy_select_many<'py>(
         let params = params_of(k, criterion, deflation, stages, order, seed, tol, n_threads)?;
         problems.push((positive.as_slice(), params));
     }
-    select_any(py, kernel, factor, &Problems::TwoClass(&problems))
+    select_any(py, kernel, factor, &Problems::TwoClass(&problems), progress)
 }
 
 /// What [`pursuit_select`] returns: `(indices, scores, stopped_early, kernel_passes)`.
@@ -950,12 +997,12 @@ fn nystroem_typed<'py, F: Real + numpy::Element>(
     py: Python<'py>,
     x: PyReadonlyArray2<'py, F>,
     pool: &[usize],
-    kernel: Kernel,
-    n_threads: usize,
+    (kernel, n_threads): (Kernel, usize),
+    report: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let view = x.as_array();
-    let factor = interruptible(py, |stop| {
-        crate::factor::nystroem_with_stop(view, pool, &kernel, n_threads, stop)
+    let factor = reporting(py, report, |stop, progress| {
+        crate::factor::nystroem_with_progress(view, pool, &kernel, n_threads, stop, progress)
     })?;
     Ok(factor.into_pyarray(py).into_any())
 }
@@ -964,9 +1011,10 @@ fn nystroem_typed<'py, F: Real + numpy::Element>(
 /// 1e-12 of the largest, 1e-6 in float32, dropped), of the named kernel over the rows of
 /// `x` (float64 or float32; `Φ` in its dtype, `m × p'` with `p' ≤ len(pool)`), built in
 /// blocks of rows with the GIL released, never `m×m`. `ΦΦ'` is the kernel's Nyström
-/// approximation on the pool, exact on the pool's rows.
+/// approximation on the pool, exact on the pool's rows. `progress`, a callable, is called
+/// `progress(blocks_done, blocks)` as `greedy_select`'s is.
 #[pyfunction]
-#[pyo3(signature = (x, pool, kernel, *, gamma=1.0, degree=3, coef0=1.0, n_threads=1))]
+#[pyo3(signature = (x, pool, kernel, *, gamma=1.0, degree=3, coef0=1.0, n_threads=1, progress=None))]
 #[allow(clippy::too_many_arguments)]
 fn nystroem_factor<'py>(
     py: Python<'py>,
@@ -977,6 +1025,7 @@ fn nystroem_factor<'py>(
     degree: u32,
     coef0: f64,
     n_threads: i64,
+    progress: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let kernel = parse_kernel(kernel, gamma, degree, coef0)?;
     let pool = order_of(pool.as_array().iter(), "pool")?;
@@ -985,10 +1034,10 @@ fn nystroem_factor<'py>(
         return Err(PyValueError::new_err("n_jobs: must be at least 1 thread"));
     }
     if let Ok(x64) = x.extract::<PyReadonlyArray2<f64>>() {
-        return nystroem_typed(py, x64, &pool, kernel, n_threads);
+        return nystroem_typed(py, x64, &pool, (kernel, n_threads), progress);
     }
     if let Ok(x32) = x.extract::<PyReadonlyArray2<f32>>() {
-        return nystroem_typed(py, x32, &pool, kernel, n_threads);
+        return nystroem_typed(py, x32, &pool, (kernel, n_threads), progress);
     }
     Err(PyTypeError::new_err(
         "X: must be a 2-D float32 or float64 NumPy array",

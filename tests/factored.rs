@@ -3,7 +3,10 @@
 //! factor picks what the dense engine picks on the explicit `ΦΦ'`, for every criterion ×
 //! deflation × stages ∈ {1, 3}, two and three classes (shared and one-vs-rest), and the
 //! pursuits of the matching-pursuit family. A factor held by chunks of rows elsewhere
-//! (`FactorSource`, here in process) picks as the same factor in memory.
+//! (`FactorSource`, here in process) picks as the same factor in memory. As properties over
+//! random factors (`p` from 1, rank-deficient, duplicated rows, `m` past a block of rows, a
+//! class of a few points), every criterion × deflation × stages ∈ {1, 2, 3} picks as the
+//! dense engine.
 //!
 //! Duplicated rows of `Φ` give identical kernel columns: their scores tie exactly, and
 //! which copy a selection takes depends on the last bit of sums that each engine orders
@@ -18,9 +21,13 @@ use gkfda::operator::{
     factor_weighted_gram, ExternalFactor, FactorSource, KernelOperator,
 };
 use gkfda::pursuit::{pursue, pursue_on, Method, PursuitParams};
-use gkfda::selection::{select_classes, select_classes_on, select_many, select_many_on};
-use gkfda::{Criterion, Deflation, GreedyParams, Real};
+use gkfda::selection::{
+    select_classes, select_classes_on, select_classes_with_progress, select_many, select_many_on,
+    select_many_with_progress,
+};
+use gkfda::{Criterion, Deflation, GreedyParams, Progress, Real};
 use ndarray::Array2;
+use proptest::prelude::*;
 use std::sync::atomic::AtomicBool;
 
 /// A factor of one of three kinds: 0 full rank (`m×p`), 1 rank `p/4` (`AB`), 2 with a
@@ -843,4 +850,183 @@ fn a_failing_factor_holder_stops_the_selection_with_its_error() {
     };
     let error = pursue_on(external.operator(), &method, &params, &stop).unwrap_err();
     assert!(error.to_string().starts_with("second_factor: "), "{error}");
+}
+
+/// A random `m×p` factor of rank at most `rank` (`Φ = AB` through `rank` columns; Gaussian
+/// rows about four centres) with `duplicated` of its rows copies of others.
+fn random_factor(m: usize, p: usize, rank: usize, duplicated: usize, seed: u64) -> Array2<f64> {
+    let mut uniform = uniform_stream(seed.wrapping_mul(97).wrapping_add(5));
+    let mut normal = move || {
+        let (a, b) = (uniform().max(1e-300), uniform());
+        (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
+    };
+    let r = rank.clamp(1, p);
+    let centres = Array2::from_shape_fn((4, r), |_| normal());
+    let a = Array2::from_shape_fn((m, r), |(i, l)| centres[[i % 4, l]] + normal());
+    let b = Array2::from_shape_fn((r, p), |_| normal() / (r as f64).sqrt());
+    let mut phi = if r == p { a } else { a.dot(&b) };
+    for t in 0..duplicated.min(m.saturating_sub(1)) {
+        let (to, from) = (m - 1 - t, (t * 7) % (m - 1 - t).max(1));
+        let row = phi.row(from).to_owned();
+        phi.row_mut(to).assign(&row);
+    }
+    phi
+}
+
+/// The numerical rank of the rows of `phi` (Gram–Schmidt, relative threshold 1e-10).
+fn numerical_rank(phi: &Array2<f64>) -> usize {
+    let scale = phi
+        .iter()
+        .fold(0.0f64, |a, v| a.max(v.abs()))
+        .max(f64::MIN_POSITIVE);
+    let mut basis: Vec<Vec<f64>> = Vec::new();
+    for row in phi.rows() {
+        let mut v: Vec<f64> = row.to_vec();
+        for q in &basis {
+            let c: f64 = q.iter().zip(&v).map(|(a, b)| a * b).sum();
+            v.iter_mut().zip(q).for_each(|(v, q)| *v -= c * q);
+        }
+        let norm = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+        if norm > 1e-10 * scale * (phi.ncols() as f64).sqrt() {
+            basis.push(v.iter().map(|x| x / norm).collect());
+        }
+    }
+    basis.len()
+}
+
+/// Sorted class codes of `n_classes` classes, the last of them `few` points when given.
+fn codes_with_a_small_class(m: usize, n_classes: u32, few: Option<usize>) -> Vec<u32> {
+    let small = few.map_or(0, |few| few.min(m - 1));
+    let rest = m - small;
+    let shared = if small > 0 { n_classes - 1 } else { n_classes };
+    (0..m)
+        .map(|i| {
+            if i >= rest {
+                n_classes - 1
+            } else {
+                (i * shared as usize / rest) as u32
+            }
+        })
+        .collect()
+}
+
+/// Whether the factored picks agree with the dense ones on a kernel of rank `rank`: on a
+/// rank-one kernel every column of the ratio criteria ties (`a_j²(ρ'y)² / (a_j² ρ'Bρ)`),
+/// so only the number of picks is compared; otherwise [`agree`] past the tie at the rank.
+fn agree_at_rank(
+    dense: &[usize],
+    factored: &[usize],
+    rank: usize,
+    criterion: Criterion,
+    deflation: Deflation,
+) -> bool {
+    let ratio = matches!(criterion, Criterion::Optimal | Criterion::Reverse);
+    if ratio && rank <= 1 {
+        return dense.len() == factored.len();
+    }
+    agree(dense, factored, tie_at(Some(rank), criterion, deflation))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(40))]
+
+    /// Random factors (rank-deficient, duplicated rows, `p` from 1, `m` around and past
+    /// a block of rows, a class of one to three points): the factored picks are the dense
+    /// picks on the explicit `ΦΦ'` (f64) for every criterion × deflation × stages ∈ {1, 2,
+    /// 3} wherever the scores do not tie, and the float32 factored selection returns
+    /// distinct indices below `m` without panicking.
+    #[test]
+    fn random_factors_pick_as_their_explicit_kernel(
+        m in prop_oneof![3 => 3usize..60, 1 => 1020usize..1060],
+        p in 1usize..9,
+        rank_cut in 0usize..4,
+        duplicated in 0usize..6,
+        n_classes in 2u32..4,
+        few in proptest::option::of(1usize..4),
+        k in 1usize..10,
+        seed in 0u64..1_000_000,
+    ) {
+        let rank = p.saturating_sub(rank_cut).max(1);
+        let phi = random_factor(m, p, rank, duplicated, seed);
+        let rank = numerical_rank(&phi);
+        let codes = codes_with_a_small_class(m, n_classes, few);
+        let reps = representatives(&phi);
+        let same = |picks: &[usize]| -> Vec<usize> { picks.iter().map(|&i| reps[i]).collect() };
+        let kernel = explicit(&phi);
+        let operator = KernelOperator::factored_of(&phi.view(), "factor").unwrap();
+        let phi32 = phi.mapv(|v| v as f32);
+        let operator32 = KernelOperator::factored_of(&phi32.view(), "factor").unwrap();
+        let stop = AtomicBool::new(false);
+        for criterion in Criterion::ALL.map(|(c, _)| c) {
+            for deflation in Deflation::ALL.map(|(d, _)| d) {
+                for stages in 1..=3 {
+                    let params = GreedyParams {
+                        k: k.min(m),
+                        criterion,
+                        deflation,
+                        stages,
+                        seed,
+                        ..GreedyParams::default()
+                    };
+                    let dense = select_classes(kernel.view(), &codes, &params).unwrap();
+                    let factored = select_classes_on(operator, &codes, &params, &stop).unwrap();
+                    prop_assert!(
+                        agree_at_rank(&same(&dense.indices), &same(&factored.indices), rank, criterion, deflation),
+                        "m={m} p={p} rank={rank} {criterion:?} {deflation:?} S={stages}: dense {:?} factored {:?}",
+                        dense.indices, factored.indices
+                    );
+                    let single = select_classes_on(operator32, &codes, &params, &stop).unwrap();
+                    let mut seen = vec![false; m];
+                    prop_assert!(single.indices.len() <= params.k);
+                    for &i in &single.indices {
+                        prop_assert!(i < m && !std::mem::replace(&mut seen[i], true));
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn factored_selections_count_their_picks() {
+    let phi = factor(300, 6, 0, 17);
+    let codes = classes(300, 3, true, 17);
+    let operator = KernelOperator::factored_of(&phi.view(), "factor").unwrap();
+    let stop = AtomicBool::new(false);
+    for stages in [1, 4] {
+        let params = GreedyParams {
+            k: 10,
+            stages,
+            ..GreedyParams::default()
+        };
+        let progress = Progress::new();
+        let selection =
+            select_classes_with_progress(operator, &codes, &params, &stop, &progress).unwrap();
+        assert_eq!(progress.get(), (selection.indices.len(), 10));
+        let labels: Vec<Vec<bool>> = (0..3)
+            .map(|c| codes.iter().map(|&code| code == c).collect())
+            .collect();
+        let problems: Vec<(&[bool], GreedyParams)> = labels
+            .iter()
+            .map(|l| (l.as_slice(), params.clone()))
+            .collect();
+        let progress = Progress::new();
+        let selections = select_many_with_progress(operator, &problems, &stop, &progress).unwrap();
+        let picks = selections.iter().map(|s| s.indices.len()).sum();
+        assert_eq!(progress.get(), (picks, 30));
+    }
+    // Every point of a rank-2 kernel explained after two picks: an early stop leaves the
+    // count short of its total.
+    let flat = random_factor(50, 2, 2, 0, 3);
+    let operator = KernelOperator::factored_of(&flat.view(), "factor").unwrap();
+    let params = GreedyParams {
+        k: 20,
+        ..GreedyParams::default()
+    };
+    let progress = Progress::new();
+    let codes = classes(50, 2, true, 3);
+    let selection =
+        select_classes_with_progress(operator, &codes, &params, &stop, &progress).unwrap();
+    assert!(selection.stopped_early);
+    assert_eq!(progress.get(), (selection.indices.len(), 20));
 }

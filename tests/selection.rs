@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use gkfda::kernel::Kernel;
-use gkfda::selection::{random_order, select, select_with_stop, Selection};
+use gkfda::selection::{random_order, select, select_many, select_with_stop, Selection};
 use gkfda::{Criterion, Deflation, Error, GreedyParams};
 use ndarray::Array2;
 use proptest::prelude::*;
@@ -323,4 +323,20 @@ fn names_parse_and_display_as_listed() {
     }
     assert_eq!(Deflation::ALL[6], (Deflation::OrthoSchur, "ortho-schur"));
     assert!("schurr".parse::<Deflation>().is_err());
+}
+
+#[test]
+fn no_problems_make_no_selections_whatever_the_kernel() {
+    // A fuzz finding: an empty `select_many` refused a strided kernel before it looked at
+    // its (no) problems.
+    let wide = Array2::<f64>::eye(6);
+    let strided = wide.slice(ndarray::s![..3, ..;2]);
+    assert_eq!(select_many(strided, &[]), Ok(Vec::new()));
+    let labels = [true, false, true];
+    let params = GreedyParams {
+        k: 1,
+        ..GreedyParams::default()
+    };
+    let error = select_many(strided, &[(&labels[..], params)]).unwrap_err();
+    assert!(error.to_string().starts_with("K: "), "{error}");
 }

@@ -294,3 +294,81 @@ def test_a_factored_sparse_kernel_pca_round_trips_through_the_model_file(tmp_pat
         assert loaded.solver_ == "factored"
         assert loaded.get_params() == model.get_params()
         np.testing.assert_array_equal(loaded.transform(X), model.transform(X))
+
+
+def test_verbose_draws_progress_bars_on_stderr_and_changes_nothing(capsys):
+    X, y = problem(m=3000, d=4)
+    options = dict(k=20, gamma=0.5, solver="factored", factor_rank=100, random_state=0)
+    quiet = GreedyKFDA(**options).fit(X, y)
+    assert capsys.readouterr().err == ""
+    loud = GreedyKFDA(**options, verbose=1).fit(X, y)
+    err = capsys.readouterr().err
+    # The last report of each call is its whole count: 3 blocks of rows, 20 picks.
+    assert "factor" in err and "3/3" in err, err
+    assert "selection" in err and "20/20" in err, err
+    assert np.array_equal(quiet.support_, loud.support_)
+    assert np.array_equal(quiet.decision_function(X), loud.decision_function(X))
+    # The dense solver's selection and the one-vs-rest selections report too.
+    X3, y3 = problem(m=400, classes=3)
+    GreedyKFDA(k=10, solver="dense", multiclass="ovr", verbose=True).fit(X3, y3)
+    assert "30/30" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="verbose"):
+        GreedyKFDA(verbose=-1).fit(X3, y3)
+
+
+def test_the_core_reports_progress_to_a_callback_and_stops_when_it_raises():
+    X, y = problem(m=2500, d=4)
+    reports = []
+    _core.nystroem_factor(X, np.arange(0, 2500, 25), "rbf", gamma=0.5, progress=lambda *c: reports.append(c))
+    assert reports[-1] == (3, 3) and all(done <= total for done, total in reports)
+    reports.clear()
+    indices, _, _ = _core.greedy_select(None, y == 1, 15, factor=np.ascontiguousarray(X),
+                                        progress=lambda *c: reports.append(c))
+    assert reports[-1] == (len(indices), 15)
+
+    class Refused(Exception):
+        pass
+
+    def refuse(done, total):
+        raise Refused
+
+    with pytest.raises(Refused):
+        _core.greedy_select(None, y == 1, 15, factor=np.ascontiguousarray(X), progress=refuse)
+    # A refused call reports no count.
+    reports.clear()
+    with pytest.raises(ValueError, match="^k: "):
+        _core.greedy_select(None, y == 1, 0, factor=np.ascontiguousarray(X), progress=lambda *c: reports.append(c))
+    assert reports == []
+
+
+def test_factored_fits_of_degenerate_training_sets():
+    X, y = problem(m=400, d=5)
+    # Duplicated training rows: the copies' kernel columns tie; the picks are the same bases.
+    X_dup, y_dup = np.vstack([X, X[:100]]), np.concatenate([y, y[:100]])
+    dense = GreedyKFDA(k=15, kernel="linear", solver="dense").fit(X_dup, y_dup)
+    factored = GreedyKFDA(k=15, kernel="linear", solver="factored").fit(X_dup, y_dup)
+    reps = representatives(X_dup)
+    assert reps[dense.support_].tolist() == reps[factored.support_].tolist()
+    model = GreedyKFDA(k=15, gamma=0.5, solver="factored", factor_rank=150, random_state=0).fit(X_dup, y_dup)
+    assert model.k_ == 15 and model.score(X, y) > 0.8
+    # A rank-deficient linear X (a duplicated feature): the factor X has rank 5 of 6 columns.
+    X_rank = np.hstack([X, X[:, :1]])
+    dense = GreedyKFDA(k=6, kernel="linear", solver="dense").fit(X_rank, y)
+    factored = GreedyKFDA(k=6, kernel="linear", solver="factored").fit(X_rank, y)
+    assert factored.k_ <= 6 and factored.k_ == dense.k_
+    assert factored.support_[:4].tolist() == dense.support_[:4].tolist()
+    np.testing.assert_allclose(factored.decision_function(X_rank), dense.decision_function(X_rank), atol=1e-6)
+    # float32: the factor is made in float32, the fit predicts as well as in float64.
+    single = GreedyKFDA(k=20, gamma=0.5, solver="factored", factor_rank=100, dtype="float32",
+                        random_state=0).fit(X, y)
+    double = GreedyKFDA(k=20, gamma=0.5, solver="factored", factor_rank=100, random_state=0).fit(X, y)
+    assert single.solver_ == "factored" and abs(single.score(X, y) - double.score(X, y)) < 0.03
+    # factor_rank beyond m: the pool is every point, the factor the exact kernel's.
+    small = GreedyKFDA(k=10, gamma=0.5, solver="factored", factor_rank=5000, random_state=0).fit(X[:120], y[:120])
+    exact = GreedyKFDA(k=10, gamma=0.5, solver="dense").fit(X[:120], y[:120])
+    assert small.support_.tolist() == exact.support_.tolist()
+    # A class of one point.
+    y_one = np.zeros(400, dtype=int)
+    y_one[17] = 1
+    model = GreedyKFDA(k=5, gamma=0.5, solver="factored", factor_rank=50, random_state=0).fit(X, y_one)
+    assert model.k_ >= 1 and model.predict(X).shape == (400,)

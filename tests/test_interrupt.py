@@ -1,7 +1,7 @@
 """Long calls into the Rust core answer signals: Ctrl-C (or any handler that raises) stops
-a kernel matrix, a cross kernel, a kernel expansion (batch decision values), a selection or
-a whole fit before the next pass or block of rows, and raises the handler's exception from
-the call.
+a kernel matrix, a cross kernel, a kernel expansion (batch decision values), a selection, a
+factor or a whole fit (dense or factored) before the next pass, pick or block of rows, and
+raises the handler's exception from the call.
 
 Each test arms a one-shot timer signal (SIGALRM) whose handler raises ``Alarm``, then makes
 a call that takes 5–30 s uninterrupted on this project's machine, and checks that ``Alarm``
@@ -34,19 +34,19 @@ class Alarm(Exception):
 
 @pytest.fixture
 def stops_on_alarm():
-    """`stops(call, *args, **kwargs)` arms SIGALRM to raise `Alarm` ALARM_AFTER seconds
-    later, makes the call, and checks that it raised `Alarm` within STOPS_WITHIN of the
-    signal; the previous handler comes back after the test."""
+    """`stops(call, *args, after=ALARM_AFTER, **kwargs)` arms SIGALRM to raise `Alarm`
+    `after` seconds later, makes the call, and checks that it raised `Alarm` within
+    STOPS_WITHIN of the signal; the previous handler comes back after the test."""
 
     def handler(signum, frame):
         raise Alarm
 
-    def stops(call, *args, **kwargs):
-        signal.setitimer(signal.ITIMER_REAL, ALARM_AFTER)
+    def stops(call, *args, after=ALARM_AFTER, **kwargs):
+        signal.setitimer(signal.ITIMER_REAL, after)
         armed = time.perf_counter()
         with pytest.raises(Alarm):
             call(*args, **kwargs)
-        after_signal = time.perf_counter() - armed - ALARM_AFTER
+        after_signal = time.perf_counter() - armed - after
         print(f"stopped {1e3 * after_signal:.0f} ms after the signal")
         assert after_signal < STOPS_WITHIN, "the call ran on after the signal"
 
@@ -111,6 +111,41 @@ def test_a_signal_stops_a_fit_and_the_estimator_fits_again(stops_on_alarm):
     model.set_params(k=20).fit(X[small], y[small])
     assert model.k_ == 20
     assert model.score(X[small], y[small]) > 0.5
+
+
+def test_a_signal_stops_a_factored_fit_in_its_factor(stops_on_alarm):
+    # The Nyström factor of 150,000 points on a pool of 2,000: the pool's eigendecomposition
+    # (~1 s), then ~10 s of blocks of rows, uninterrupted. The signal comes among the blocks.
+    rng = np.random.default_rng(6)
+    X = rng.uniform(-1, 1, size=(150_000, 20)).astype(np.float32)
+    y = X[:, 0] > 0
+    model = GreedyKFDA(k=10, gamma=0.5, dtype="float32", solver="factored", factor_rank=2000,
+                       factor_pool="uniform", random_state=0, n_jobs=2)
+    stops_on_alarm(model.fit, X, y, after=3.0)
+    assert not hasattr(model, "support_")
+
+
+def test_keyboard_interrupt_stops_a_factored_fit_in_its_selection():
+    # A linear kernel's factor is X itself (100,000 × 400): the fit is the selection from
+    # its first 50 ms on, ~35 ms a pick, 390 picks (~14 s) uninterrupted. Ctrl-C's
+    # KeyboardInterrupt comes out of fit.
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((100_000, 400)).astype(np.float32)
+    y = X[:, 0] + 0.3 * rng.standard_normal(100_000) > 0
+    model = GreedyKFDA(k=390, kernel="linear", dtype="float32", solver="factored", n_jobs=2)
+    previous = signal.signal(signal.SIGALRM, signal.default_int_handler)
+    signal.setitimer(signal.ITIMER_REAL, 1.0)
+    armed = time.perf_counter()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            model.fit(X, y)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    after_signal = time.perf_counter() - armed - 1.0
+    print(f"stopped {1e3 * after_signal:.0f} ms after the signal")
+    assert after_signal < STOPS_WITHIN
+    assert not hasattr(model, "support_")
 
 
 def test_keyboard_interrupt_reaches_the_caller():

@@ -6,9 +6,10 @@
 #![no_main]
 
 use arbitrary::{Result, Unstructured};
+use gkfda::operator::KernelOperator;
 use gkfda::pursuit::{pursue, Method, PursuitParams};
 use gkfda::{Criterion, Real};
-use gkfda_fuzz::{kernel_values, one_in, real, Laid, Layout};
+use gkfda_fuzz::{kernel_values, layout, one_in, pursuit_holds, real, Laid, Layout};
 use libfuzzer_sys::fuzz_target;
 use ndarray::Array2;
 
@@ -23,14 +24,6 @@ enum Inputs {
     Components,
     Correlation(Array2<f64>, bool),
     Fisher(Vec<u32>, Criterion, u64),
-}
-
-fn layout(u: &mut Unstructured) -> Result<Layout> {
-    Ok(match u.int_in_range(0u8..=15)? {
-        0..=7 => Layout::RowMajor,
-        8..=14 => Layout::ColumnMajor,
-        _ => Layout::Strided,
-    })
 }
 
 fn run(u: &mut Unstructured) -> Result<()> {
@@ -62,7 +55,11 @@ fn run(u: &mut Unstructured) -> Result<()> {
         15 => Some(real(u)?),
         _ => None,
     };
-    let n_threads = if one_in(u, 16)? { 0 } else { u.int_in_range(1..=3)? };
+    let n_threads = if one_in(u, 16)? {
+        0
+    } else {
+        u.int_in_range(1..=3)?
+    };
     let params = PursuitParams { k, tol, n_threads };
     let (first, second) = (layout(u)?, layout(u)?);
     // The kernel last: its m² values may use up the input.
@@ -93,8 +90,12 @@ fn check<F: Real>(
         Inputs::Components => Method::Components,
         Inputs::Correlation(other, signed) => {
             second = Laid::<F>::new(other, second_layout);
+            // A second kernel that is not square or not contiguous is refused here.
+            let Ok(second) = KernelOperator::dense_of(&second.view(), "second_kernel") else {
+                return;
+            };
             Method::Correlation {
-                second: second.view(),
+                second,
                 signed: *signed,
             }
         }
@@ -108,17 +109,14 @@ fn check<F: Real>(
         return;
     };
     let m = values.nrows();
-    let mut seen = vec![false; m];
-    for &i in &pursuit.indices {
-        assert!(i < m && !seen[i], "index {i} out of range or repeated");
-        seen[i] = true;
-    }
-    assert_eq!(pursuit.scores.len(), pursuit.indices.len());
-    assert!(pursuit.indices.len() == params.k || pursuit.stopped_early);
+    pursuit_holds(&pursuit, m, params.k);
     let other = PursuitParams {
         n_threads: params.n_threads % 3 + 1,
         ..params.clone()
     };
     let again = pursue(kernel.view(), &method, &other).expect("the same problem is valid");
-    assert_eq!(again.indices, pursuit.indices, "picks depend on the thread count");
+    assert_eq!(
+        again.indices, pursuit.indices,
+        "picks depend on the thread count"
+    );
 }

@@ -1,8 +1,10 @@
 //! Inputs shared by the fuzz targets: floats that reach the edges of `f64` and `f32`,
-//! point sets, and arrays in each memory layout the public API accepts.
+//! point sets, arrays in each memory layout the public API accepts, and selection
+//! problems (labels and `GreedyParams`) with the invariants of their outcomes.
 
 use arbitrary::{Arbitrary, Result, Unstructured};
-use gkfda::{kernel, Kernel, Real};
+use gkfda::pursuit::Pursuit;
+use gkfda::{kernel, selection, Criterion, Deflation, GreedyParams, Kernel, Real, Selection};
 use ndarray::{s, Array2, ArrayView2, ShapeBuilder};
 
 /// Whether to take a rare branch, one time in `n`. Unlike `Unstructured::ratio`, an input
@@ -75,6 +77,16 @@ pub enum Layout {
     ColumnMajor,
     /// Every other column of a wider row-major array: not contiguous.
     Strided,
+}
+
+/// A layout, mostly a contiguous one: a strided array is refused, so rarely, that most
+/// inputs reach the engines.
+pub fn layout(u: &mut Unstructured) -> Result<Layout> {
+    Ok(match u.int_in_range(0u8..=15)? {
+        0..=7 => Layout::RowMajor,
+        8..=14 => Layout::ColumnMajor,
+        _ => Layout::Strided,
+    })
 }
 
 /// An array held in some [`Layout`], viewed as the logical array it was made from.
@@ -175,4 +187,204 @@ pub fn gram(u: &mut Unstructured, m: usize) -> Result<Array2<f64>> {
         },
     };
     Ok(kernel::gram(x.view(), &kernel, 1).expect("a valid kernel of finite points"))
+}
+
+/// Two-class labels and the parameters of one selection.
+pub struct Problem {
+    pub labels: Vec<bool>,
+    pub params: GreedyParams,
+}
+
+/// A thread count: 1 to 4, now and then 0 (refused).
+pub fn threads(u: &mut Unstructured) -> Result<usize> {
+    if one_in(u, 16)? {
+        Ok(0)
+    } else {
+        u.int_in_range(1..=4)
+    }
+}
+
+/// 1 to `most` problems among `m` for `select_many`, which wants one thread count for all
+/// of them: mostly `n_threads`, now and then another.
+pub fn problems(
+    u: &mut Unstructured,
+    m: usize,
+    n_threads: usize,
+    most: usize,
+) -> Result<Vec<Problem>> {
+    let mut problems = Vec::new();
+    for _ in 0..u.int_in_range(1..=most)? {
+        let n_threads = if one_in(u, 16)? {
+            threads(u)?
+        } else {
+            n_threads
+        };
+        problems.push(problem(u, m, n_threads)?);
+    }
+    Ok(problems)
+}
+
+/// Labels and parameters for a selection among `m`: each field now and then out of range
+/// (about one in 16 to 32 for each), so that most problems pass the checks.
+pub fn problem(u: &mut Unstructured, m: usize, n_threads: usize) -> Result<Problem> {
+    let labels_len = match u.int_in_range(0u8..=63)? {
+        62 => m + 1,
+        63 => m.saturating_sub(1),
+        _ => m,
+    };
+    let labels = match u.int_in_range(0u8..=2)? {
+        0 => {
+            let period = u.int_in_range(1..=4)?;
+            (0..labels_len).map(|i| i % (2 * period) < period).collect()
+        }
+        // The classes contiguous, as `GreedyKFDA.fit` orders them (both present: the
+        // arbitrary labels below reach one class often enough).
+        1 => {
+            let negatives = u.int_in_range(1..=labels_len.saturating_sub(1).max(1))?;
+            (0..labels_len).map(|i| i >= negatives).collect()
+        }
+        _ => (0..labels_len)
+            .map(|_| u.arbitrary())
+            .collect::<Result<_>>()?,
+    };
+    let k = match u.int_in_range(0u8..=63)? {
+        61 => u.arbitrary()?,
+        62 => 0,
+        63 => m + 1,
+        _ => u.int_in_range(1..=m.max(1))?,
+    };
+    let criterion = u.choose(&Criterion::ALL)?.0;
+    let deflation = u.choose(&Deflation::ALL)?.0;
+    let stages = match u.int_in_range(0u8..=63)? {
+        0..=45 => u.int_in_range(1..=4)?,
+        46..=61 => u.int_in_range(1..=m + 1)?,
+        62 => 0,
+        _ => u.arbitrary()?,
+    };
+    let seed = u.arbitrary()?;
+    // Mostly none for the other criteria, which refuse one.
+    let random_order = if criterion == Criterion::Random || one_in(u, 32)? {
+        order(u, m, seed)?
+    } else {
+        None
+    };
+    let tol = match u.int_in_range(0u8..=15)? {
+        13 | 14 => Some(10f64.powi(-u.int_in_range(0..=16)?)),
+        15 => Some(real(u)?),
+        _ => None,
+    };
+    let params = GreedyParams {
+        k,
+        criterion,
+        deflation,
+        stages,
+        random_order,
+        seed,
+        tol,
+        n_threads,
+    };
+    Ok(Problem { labels, params })
+}
+
+/// A priority order for the random criterion: none, `random_order`'s permutation, one
+/// with a repeat or an index out of range, or one of the wrong length.
+pub fn order(u: &mut Unstructured, m: usize, seed: u64) -> Result<Option<Vec<usize>>> {
+    let mut order = selection::random_order(m, seed);
+    let mut sorted = order.clone();
+    sorted.sort_unstable();
+    assert!(
+        sorted.iter().copied().eq(0..m),
+        "random_order({m}, {seed}) is not a permutation"
+    );
+    match u.int_in_range(0u8..=7)? {
+        0..=2 => return Ok(None),
+        3..=5 => {}
+        6 if m > 0 => {
+            let i = u.choose_index(m)?;
+            order[i] = if u.arbitrary()? {
+                order[(i + 1) % m]
+            } else {
+                m + u.int_in_range(0..=usize::MAX - m)?
+            };
+        }
+        _ => {
+            if u.arbitrary()? {
+                order.push(m);
+            } else {
+                order.pop();
+            }
+        }
+    }
+    Ok(Some(order))
+}
+
+/// The invariants of an `Ok` selection of up to `k` bases among `m`.
+pub fn holds(selection: &Selection, m: usize, k: usize) {
+    let indices = &selection.indices;
+    assert!(
+        indices.iter().all(|&i| i < m),
+        "index out of range: {indices:?}, m = {m}"
+    );
+    let mut sorted = indices.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(sorted.len(), indices.len(), "repeated index: {indices:?}");
+    if selection.stopped_early {
+        assert!(
+            indices.len() < k,
+            "stopped early with {} of k = {k}",
+            indices.len()
+        );
+    } else {
+        assert_eq!(indices.len(), k, "stopped short of k without saying so");
+    }
+}
+
+/// The invariants of an `Ok` pursuit of up to `k` picks among `m`: distinct indices below
+/// `m`, one score each, `k` of them unless it stopped early.
+pub fn pursuit_holds(pursuit: &Pursuit, m: usize, k: usize) {
+    let mut seen = vec![false; m];
+    for &i in &pursuit.indices {
+        assert!(i < m && !seen[i], "index {i} out of range or repeated");
+        seen[i] = true;
+    }
+    assert_eq!(pursuit.scores.len(), pursuit.indices.len());
+    assert!(pursuit.indices.len() == k || pursuit.stopped_early);
+}
+
+/// An `m×p` kernel factor `Φ`: mostly clustered rows on the grid, so that the selections
+/// get past their checks and pick; otherwise of rank below `p` (a product through
+/// `r < p` columns), with rows copied from others, scaled by a power of ten from
+/// subnormal to near overflow (`ΦΦ'` then under- or overflows), with a few entries
+/// broken, or of any values.
+pub fn factor_values(u: &mut Unstructured, m: usize, p: usize) -> Result<Array2<f64>> {
+    let mut phi = match u.int_in_range(0u8..=7)? {
+        0 | 1 => matrix(u, m, p, grid)?,
+        2 => {
+            let r = u.int_in_range(1..=p.max(1))?;
+            let a = matrix(u, m, r, grid)?;
+            let b = matrix(u, r, p, grid)?;
+            a.dot(&b)
+        }
+        3 => matrix(u, m, p, real)?,
+        4 => matrix(u, m, p, grid)? * 10f64.powi(u.int_in_range(-170..=160)?),
+        _ => {
+            let mut phi = matrix(u, m, p, grid)?;
+            if m * p > 0 {
+                for _ in 0..u.int_in_range(1..=3)? {
+                    let (i, j) = (u.choose_index(m)?, u.choose_index(p)?);
+                    phi[[i, j]] = real(u)?;
+                }
+            }
+            phi
+        }
+    };
+    if m > 1 && u.arbitrary()? {
+        for _ in 0..u.int_in_range(1..=m)? {
+            let (to, from) = (u.choose_index(m)?, u.choose_index(m)?);
+            let row = phi.row(from).to_owned();
+            phi.row_mut(to).assign(&row);
+        }
+    }
+    Ok(phi)
 }

@@ -111,11 +111,12 @@ def _pivoted_cholesky(points, p, random, params, rng, threads) -> np.ndarray:
     return np.asarray(pivots, dtype=np.int64)
 
 
-def training_factor(X, dtype, p, method, params, rng, threads) -> np.ndarray:
+def training_factor(X, dtype, p, method, params, rng, threads, progress=None) -> np.ndarray:
     """``Φ`` of the training rows ``X`` (already in ``dtype``, C-contiguous) for the named
     kernel ``params``: ``X`` itself for ``linear``, else the Nyström factor of a pool of
-    ``p`` points chosen by ``method``."""
+    ``p`` points chosen by ``method``, its blocks of rows reported to ``progress(done, total)``
+    when given."""
     if params["kernel"] == "linear":
         return np.ascontiguousarray(X, dtype=dtype)
     indices = pool(X, p, method, params, rng, threads)
-    return _core.nystroem_factor(X, indices.astype(np.int64), n_threads=threads, **params)
+    return _core.nystroem_factor(X, indices.astype(np.int64), n_threads=threads, progress=progress, **params)

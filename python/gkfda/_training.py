@@ -20,6 +20,7 @@ import numpy as np
 
 from ._factor import diagonal as factor_diagonal
 from ._factor import factor_width, resolved_solver, training_factor
+from ._progress import progress_bar
 from ._kernels import (
     _convert,
     check_kernel_arguments,
@@ -62,15 +63,17 @@ def dense_training_kernel(X, kernel, params, dtype, threads, k, selections, matr
     return kernel_between(X, None, kernel, params, dtype, threads, argument, rows=rows)
 
 
-def checked_training_factor(X, core_name, params, dtype, threads, k, selections, factor_rank, pool, rng):
+def checked_training_factor(X, core_name, params, dtype, threads, k, selections, factor_rank, pool, rng,
+                            verbose=False):
     """``Φ`` (in ``dtype``) with ``ΦΦ'`` the training kernel of the rows ``X``, made once the
     factor and the working memory of ``k`` picks for each of ``selections`` problems are known
-    to fit; a refusal names ``factor_rank``."""
+    to fit; a refusal names ``factor_rank``. ``verbose``: a progress bar of its blocks."""
     X = _convert(X, dtype, "X")
     m = len(X)
     p = factor_width(core_name, X.shape[1], m, factor_rank)
     check_factored_fit_fits(m, p, k, selections, dtype, threads)
-    return training_factor(X, X.dtype, p, pool, {**params, "kernel": core_name}, rng, threads)
+    with progress_bar(verbose, "factor", "block") as report:
+        return training_factor(X, X.dtype, p, pool, {**params, "kernel": core_name}, rng, threads, progress=report)
 
 
 @dataclass
@@ -177,5 +180,5 @@ def prepare_training(estimator, X, y, rng) -> TrainingProblem:
                                                len(problems))
     else:
         problem.factor = checked_training_factor(problem.rows, core_name, params, dtype, threads, k, len(problems),
-                                                 estimator.factor_rank, estimator.factor_pool, rng)
+                                                 estimator.factor_rank, estimator.factor_pool, rng, estimator.verbose)
     return problem

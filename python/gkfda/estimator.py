@@ -30,6 +30,7 @@ from ._kernels import (
 )
 from ._dask import is_dask_input, prepare_dask_training
 from ._factor import DEFAULT_FACTOR_RANK, POOLS, SOLVERS
+from ._progress import progress_bar
 from ._training import prepare_training
 from ._model import compacted, fit_discriminant, one_blas_thread
 from .bounds import FeatureMoments, GeneralisationBound, _check_delta, _check_radius, _check_variant, fisher_discriminant_bound
@@ -143,6 +144,9 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         points (at least 10,000): randomly pivoted Cholesky (pivots drawn in proportion to
         the residual diagonal), greedy pivoted Cholesky (the largest residual diagonal), or
         uniformly.
+    verbose : bool or int, default=False
+        Progress bars on stderr (tqdm): of the factor's blocks of rows (``solver="factored"``
+        with ``rbf`` or ``poly``) and of the selection's picks. Results do not depend on it.
 
     Attributes
     ----------
@@ -213,6 +217,7 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         "solver": [StrOptions(set(SOLVERS))],
         "factor_rank": [_count()],
         "factor_pool": [StrOptions(set(POOLS))],
+        "verbose": ["verbose"],
     }
 
     def __init__(
@@ -234,6 +239,7 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         solver="auto",
         factor_rank=DEFAULT_FACTOR_RANK,
         factor_pool="rpcholesky",
+        verbose=False,
     ):
         self.k = k
         self.criterion = criterion
@@ -252,6 +258,7 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         self.solver = solver
         self.factor_rank = factor_rank
         self.factor_pool = factor_pool
+        self.verbose = verbose
 
     # What ``_set_public_attributes`` derives from the models and the bases' training rows:
     # left out of pickles (and copies), so that each array is stored once, and derived again
@@ -444,13 +451,15 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         )
         K = problem.kernel
         try:
-            if len(problems) == 1:
-                (codes,) = problems
-                order = None if orders is None else orders[0]
-                # Two classes go as booleans, the labels the binary engine has always taken.
-                labels = codes == 1 if codes.max() == 1 else codes.astype(np.int64)
-                return [_core.greedy_select(K, np.ascontiguousarray(labels), k, random_order=order, **options)]
-            return _core.greedy_select_many(K, np.stack(problems) == 1, k, random_order=orders, **options)
+            with progress_bar(self.verbose, "selection", "pick") as report:
+                options["progress"] = report
+                if len(problems) == 1:
+                    (codes,) = problems
+                    order = None if orders is None else orders[0]
+                    # Two classes go as booleans, the labels the binary engine has always taken.
+                    labels = codes == 1 if codes.max() == 1 else codes.astype(np.int64)
+                    return [_core.greedy_select(K, np.ascontiguousarray(labels), k, random_order=order, **options)]
+                return _core.greedy_select_many(K, np.stack(problems) == 1, k, random_order=orders, **options)
         except ValueError as error:
             if str(error).startswith("K:"):  # the kernel is built from X (or is X)
                 raise ValueError(f"X: its kernel {str(error)[3:]}; scale the features") from error

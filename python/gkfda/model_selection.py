@@ -99,6 +99,9 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
     solver, factor_rank, factor_pool
         Passed to every :class:`~gkfda.GreedyKFDA` fit, of the folds and the refit: each
         resolves ``solver="auto"`` for its own number of samples (docs/scale.md).
+    verbose : bool or int, default=False
+        Passed to every :class:`~gkfda.GreedyKFDA` fit: progress bars on stderr of each
+        fit's factor and selection.
 
     Attributes
     ----------
@@ -161,7 +164,8 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
         **{
             name: GreedyKFDA._parameter_constraints[name]
             for name in ("n_jobs", "criterion", "deflation", "stages", "kernel", "degree", "coef0",
-                         "priors", "multiclass", "dtype", "random_state", "solver", "factor_rank", "factor_pool")
+                         "priors", "multiclass", "dtype", "random_state", "solver", "factor_rank", "factor_pool",
+                         "verbose")
         },
     }
 
@@ -186,6 +190,7 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
         solver="auto",
         factor_rank=DEFAULT_FACTOR_RANK,
         factor_pool="rpcholesky",
+        verbose=False,
     ):
         self.gammas = gammas
         self.max_k = max_k
@@ -206,6 +211,7 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
         self.solver = solver
         self.factor_rank = factor_rank
         self.factor_pool = factor_pool
+        self.verbose = verbose
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -227,6 +233,7 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
             solver=self.solver,
             factor_rank=self.factor_rank,
             factor_pool=self.factor_pool,
+            verbose=self.verbose,
         )
 
     # -- the grid ---------------------------------------------------------------------

@@ -42,6 +42,7 @@ use crate::error::{try_zeroed, Error, Result};
 use crate::operator::KernelOperator;
 pub use crate::params::{Criterion, Deflation, GreedyParams};
 use crate::params::{Directions, Family, ValidParams};
+use crate::progress::Progress;
 use crate::real::Real;
 use crate::tuning::{SHARED_FROM_BYTES, SHARED_SELECTIONS, SPECULATED_CANDIDATES};
 use engine::Engine;
@@ -140,9 +141,22 @@ pub fn select_classes_on<F: Real>(
     params: &GreedyParams,
     stop: &AtomicBool,
 ) -> Result<Selection> {
+    select_classes_with_progress(kernel, classes, params, stop, &Progress::new())
+}
+
+/// [`select_classes_on`], which counts its picks in `progress` (`min(k, m)` to do, one
+/// done a pick, a stage's at its end) for a caller on another thread to read.
+pub fn select_classes_with_progress<F: Real>(
+    kernel: KernelOperator<'_, F>,
+    classes: &[u32],
+    params: &GreedyParams,
+    stop: &AtomicBool,
+    progress: &Progress,
+) -> Result<Selection> {
     let m = kernel.m();
     let params = params.check::<F>((m, m), classes)?;
-    select_alone(kernel, classes, &params, stop)
+    progress.add_total(params.k.min(m));
+    select_alone(kernel, classes, &params, stop, progress)
 }
 
 /// Two-class labels as class codes: `true` 1, `false` 0.
@@ -156,6 +170,7 @@ fn select_alone<F: Real>(
     classes: &[u32],
     params: &ValidParams,
     stop: &AtomicBool,
+    progress: &Progress,
 ) -> Result<Selection> {
     let mut engine = Engine::new(kernel, classes, params.tol, params.n_threads)?;
     // The whole loop runs on a worker of the engine's pool, so that a pass is shared by
@@ -163,7 +178,7 @@ fn select_alone<F: Real>(
     // would wake n workers for each pass and wait: fewer wake-ups per pick, and no
     // (n + 1)-th thread on n cores.
     let pool = std::sync::Arc::clone(&engine.pool);
-    pool.install(|| run_selection(&mut engine, params, stop))
+    pool.install(|| run_selection(&mut engine, params, stop, progress))
 }
 
 /// [`select`] for several problems over one kernel, `problems[c] = (positive, params)`
@@ -191,8 +206,12 @@ pub fn select_many_with_stop<F: Real>(
     problems: &[(&[bool], GreedyParams)],
     stop: &AtomicBool,
 ) -> Result<Vec<Selection>> {
+    // No problems, no selections: whatever the kernel, as over an operator.
+    if problems.is_empty() {
+        return Ok(Vec::new());
+    }
     let operator = KernelOperator::dense_of(&kernel, "K")?;
-    select_many_sharing_from(operator, problems, stop, SHARED_FROM_BYTES)
+    select_many_on(operator, problems, stop)
 }
 
 /// [`select_many_with_stop`] over any kernel operator ([`select_classes_on`]).
@@ -201,14 +220,27 @@ pub fn select_many_on<F: Real>(
     problems: &[(&[bool], GreedyParams)],
     stop: &AtomicBool,
 ) -> Result<Vec<Selection>> {
-    select_many_sharing_from(kernel, problems, stop, SHARED_FROM_BYTES)
+    select_many_with_progress(kernel, problems, stop, &Progress::new())
 }
 
-/// [`select_many_with_stop`], sharing passes over kernels of `shared_from_bytes` or more.
+/// [`select_many_on`], which counts the picks of every problem in `progress`
+/// ([`select_classes_with_progress`]).
+pub fn select_many_with_progress<F: Real>(
+    kernel: KernelOperator<'_, F>,
+    problems: &[(&[bool], GreedyParams)],
+    stop: &AtomicBool,
+    progress: &Progress,
+) -> Result<Vec<Selection>> {
+    select_many_sharing_from(kernel, problems, stop, progress, SHARED_FROM_BYTES)
+}
+
+/// [`select_many_with_progress`], sharing passes over kernels of `shared_from_bytes` or
+/// more.
 fn select_many_sharing_from<F: Real>(
     kernel: KernelOperator<'_, F>,
     problems: &[(&[bool], GreedyParams)],
     stop: &AtomicBool,
+    progress: &Progress,
     shared_from_bytes: usize,
 ) -> Result<Vec<Selection>> {
     let Some((_, first)) = problems.first() else {
@@ -231,11 +263,12 @@ fn select_many_sharing_from<F: Real>(
     }
     let bytes = kernel.bytes();
     let problems = checked;
+    progress.add_total(problems.iter().map(|(_, params)| params.k.min(m)).sum());
     let sharing = |params: &ValidParams| shares_passes(params) && bytes >= shared_from_bytes;
     let mut selections: Vec<Option<Selection>> = vec![None; problems.len()];
     for (c, (classes, params)) in problems.iter().enumerate() {
         if !sharing(params) {
-            selections[c] = Some(select_alone(kernel, classes, params, stop)?);
+            selections[c] = Some(select_alone(kernel, classes, params, stop, progress)?);
         }
     }
     let shared: Vec<usize> = (0..problems.len())
@@ -271,7 +304,7 @@ fn select_many_sharing_from<F: Real>(
     }
     for group in groups {
         let members: Vec<&(Vec<u32>, ValidParams)> = group.iter().map(|&c| &problems[c]).collect();
-        let outcomes = select_side_by_side(kernel, &members, stop)?;
+        let outcomes = select_side_by_side(kernel, &members, stop, progress)?;
         for (&c, selection) in group.iter().zip(outcomes) {
             selections[c] = Some(selection);
         }
@@ -299,6 +332,7 @@ fn select_side_by_side<F: Real>(
     kernel: KernelOperator<'_, F>,
     problems: &[&(Vec<u32>, ValidParams)],
     stop: &AtomicBool,
+    progress: &Progress,
 ) -> Result<Vec<Selection>> {
     let pool = crate::pool::shared(problems[0].1.n_threads)?;
     let shared = SharedPasses::new(kernel, pool, problems.len());
@@ -320,7 +354,7 @@ fn select_side_by_side<F: Real>(
                     let outcome = Engine::new(kernel, classes, params.tol, params.n_threads)
                         .and_then(|mut engine| {
                             engine.share_passes(shared, member);
-                            run_selection(&mut engine, params, shared.halt_flag())
+                            run_selection(&mut engine, params, shared.halt_flag(), progress)
                         });
                     if outcome.is_err() {
                         shared.halt(); // the call fails: the others' work would be lost
@@ -364,7 +398,7 @@ fn select_side_by_side<F: Real>(
         selections.push(match outcome {
             Some(outcome) => outcome?,
             // The OS would not start its thread: alone, with passes of its own.
-            None => select_alone(kernel, classes, params, stop)?,
+            None => select_alone(kernel, classes, params, stop, progress)?,
         });
     }
     Ok(selections)
@@ -375,6 +409,7 @@ fn run_selection<F: Real>(
     engine: &mut Engine<'_, F>,
     params: &ValidParams,
     stop: &AtomicBool,
+    progress: &Progress,
 ) -> Result<Selection> {
     let tol = params.tol;
     let m = engine.m;
@@ -423,6 +458,7 @@ fn run_selection<F: Real>(
         for &i in picks {
             blocked[i] = true;
         }
+        let before = chosen.len();
         match family {
             Family::None => chosen.extend_from_slice(picks),
             Family::Hotelling | Family::Projection => engine.fused_stage(
@@ -451,6 +487,7 @@ fn run_selection<F: Real>(
                 }
             }
         }
+        progress.advance(chosen.len() - before);
     }
     Ok(Selection {
         indices: chosen,

@@ -109,7 +109,13 @@ fn shared_many(
     kernel: ArrayView2<f64>,
     problems: &[(&[bool], GreedyParams)],
 ) -> Result<Vec<Selection>> {
-    select_many_sharing_from(dense(&kernel), problems, &AtomicBool::new(false), 0)
+    select_many_sharing_from(
+        dense(&kernel),
+        problems,
+        &AtomicBool::new(false),
+        &Progress::new(),
+        0,
+    )
 }
 
 #[test]
@@ -246,7 +252,13 @@ fn shared_selections_stop_on_request_and_name_a_bad_argument() {
     let raised = AtomicBool::new(true);
     for shared_from_bytes in [0, usize::MAX] {
         assert_eq!(
-            select_many_sharing_from(dense(&kernel.view()), &problems, &raised, shared_from_bytes),
+            select_many_sharing_from(
+                dense(&kernel.view()),
+                &problems,
+                &raised,
+                &Progress::new(),
+                shared_from_bytes
+            ),
             Err(Error::Interrupted)
         );
     }
@@ -276,8 +288,13 @@ fn shared_selections_stop_on_request_and_name_a_bad_argument() {
     let nan = kernel.mapv(|v| if v < 0.3 { f64::NAN } else { v });
     for shared_from_bytes in [0, usize::MAX] {
         let stop = AtomicBool::new(false);
-        let error =
-            select_many_sharing_from(dense(&nan.view()), &problems, &stop, shared_from_bytes);
+        let error = select_many_sharing_from(
+            dense(&nan.view()),
+            &problems,
+            &stop,
+            &Progress::new(),
+            shared_from_bytes,
+        );
         assert!(error.unwrap_err().to_string().starts_with("K: "));
     }
 }
