@@ -3,6 +3,7 @@
     python benches/bench_scale.py                          # m = 20,000, 100,000, 1,000,000
     python benches/bench_scale.py --sizes 20000 --pools rpcholesky greedy uniform
     python benches/bench_scale.py --kernel linear --sizes 1000000
+    python benches/bench_scale.py --sizes 20000 --rank-sweep 500 1000 2000 4000
 
 Data: ``make_classification(n_samples=m + 20000, n_features=20, n_informative=12,
 n_clusters_per_class=16, class_sep=1.5, flip_y=0.02, random_state=5)``, standardised by the
@@ -12,7 +13,9 @@ method of ``--pools``, factor rank ``--rank``), ``Nystroem(n_components=k)`` + L
 landmarks, 3 seeds: mean and range), ``Nystroem(2k)`` + LDA, ``Nystroem(p)`` + LDA, and at
 m = 20,000 ``GreedyKFDA(solver="dense")``. With ``--kernel linear``:
 ``GreedyKFDA(kernel="linear", solver="factored")`` (its factor is ``X`` itself, p = 20) beside
-``LinearDiscriminantAnalysis`` on the same features. Each fit runs in a process of its own,
+``LinearDiscriminantAnalysis`` on the same features. With ``--rank-sweep``: the factored fit at
+each of the given factor ranks (and at m = 20,000 the dense one), how its accuracy approaches
+the dense fit's as ``ΦΦ'`` approaches ``K``. Each fit runs in a process of its own,
 whose peak resident memory (the data included) is reported. Prints a Markdown table.
 """
 
@@ -90,6 +93,8 @@ def main():
     parser.add_argument("--seeds", type=int, default=3, help="seeds of Nystroem(k) + LDA")
     parser.add_argument("--kernel", choices=["rbf", "linear"], default="rbf",
                         help="linear: the factored linear kernel beside LDA")
+    parser.add_argument("--rank-sweep", type=int, nargs="+", metavar="P",
+                        help="the factored fit at each of these factor ranks, beside the dense fit")
     parser.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -107,6 +112,13 @@ def main():
             fit = run("linear", m, 0, args.rank, "uniform")
             rows = [(f"GreedyKFDA factored, linear (k_ = {fit['bases']})", [fit]),
                     ("LinearDiscriminantAnalysis", [run("lda", m, 0, args.rank, "uniform")])]
+            print_rows(m, rows)
+            continue
+        if args.rank_sweep:
+            rows = [(f"GreedyKFDA factored ({args.pools[0]}, p = {rank})", [run("factored", m, 0, rank, args.pools[0])])
+                    for rank in args.rank_sweep]
+            if m <= 20_000:
+                rows.append(("GreedyKFDA dense", [run("dense", m, 0, args.rank, "uniform")]))
             print_rows(m, rows)
             continue
         rows = []

@@ -927,14 +927,128 @@ fn agree_at_rank(
     agree(dense, factored, tie_at(Some(rank), criterion, deflation))
 }
 
+/// Whether two selections on one kernel first differ where their picks' scores tie
+/// (relatively, to 1e-6): the scores of the stage that made the differing pick, on the kernel
+/// deflated explicitly by the picks before that stage. Exact ties (duplicated rows can make
+/// distinct columns tie) go to the lowest index, or to another by a rounding difference, and
+/// the selections part ways from there. Picks are compared as their `reps`.
+fn tie_at_divergence(
+    kernel: &Array2<f64>,
+    codes: &[u32],
+    params: &GreedyParams,
+    dense: &[usize],
+    factored: &[usize],
+    reps: &[usize],
+) -> bool {
+    let Some(t) =
+        (0..dense.len().min(factored.len())).find(|&t| reps[dense[t]] != reps[factored[t]])
+    else {
+        return false; // one is a prefix of the other: an early stop, not a tie
+    };
+    if params.criterion == Criterion::Random {
+        return false;
+    }
+    let start = t - t % params.stages.max(1);
+    let scores = explicit_scores(
+        kernel,
+        codes,
+        params.criterion,
+        params.deflation,
+        &dense[..start],
+    );
+    let (a, b) = (scores[dense[t]], scores[factored[t]]);
+    a.is_finite()
+        && b.is_finite()
+        && (a - b).abs() <= 1e-6 * a.abs().max(b.abs()).max(f64::MIN_POSITIVE)
+}
+
+/// The criterion's score (higher is better) of every column of `kernel` deflated
+/// explicitly by `prefix`, in order (the equations of docs/architecture.md, as
+/// `tests/common`'s oracle deflates).
+fn explicit_scores(
+    kernel: &Array2<f64>,
+    codes: &[u32],
+    criterion: Criterion,
+    deflation: Deflation,
+    prefix: &[usize],
+) -> Vec<f64> {
+    let m = kernel.nrows();
+    let n_classes = codes.iter().max().map_or(0, |&c| c as usize + 1);
+    let mut sizes = vec![0.0f64; n_classes];
+    codes.iter().for_each(|&c| sizes[c as usize] += 1.0);
+    let harmonic = n_classes as f64 / sizes.iter().map(|size| 1.0 / size).sum::<f64>();
+    let class_weight: Vec<f64> = sizes.iter().map(|size| harmonic / size).collect();
+    let mut kt = kernel.clone();
+    let mut directions: Vec<ndarray::Array1<f64>> = Vec::new();
+    for &i in prefix {
+        let column = kt.column(i).to_owned();
+        let mut x = &column / column.dot(&column).sqrt();
+        if matches!(
+            deflation,
+            Deflation::OrthoHotelling | Deflation::OrthoProjection | Deflation::OrthoSchur
+        ) {
+            for q in &directions {
+                x = &x - &(q * q.dot(&x));
+            }
+            x = &x / x.dot(&x).sqrt();
+            directions.push(x.clone());
+        }
+        let (ktx, kttx) = (kt.dot(&x), kt.t().dot(&x));
+        let lambda = x.dot(&ktx);
+        let outer = |u: &ndarray::Array1<f64>, v: &ndarray::Array1<f64>| {
+            Array2::from_shape_fn((m, m), |(r, c)| u[r] * v[c])
+        };
+        use Deflation::*;
+        match deflation {
+            None => {}
+            Hotelling | OrthoHotelling => kt = &kt - &(outer(&x, &x) * lambda),
+            Projection | OrthoProjection => kt = &kt - &outer(&x, &kttx),
+            Schur | OrthoSchur if lambda > 0.0 => kt = &kt - &(outer(&ktx, &kttx) / lambda),
+            Schur | OrthoSchur => {}
+        }
+    }
+    (0..m)
+        .map(|i| {
+            let column = kt.column(i);
+            let mut sums = vec![0.0f64; n_classes];
+            (0..m).for_each(|j| sums[codes[j] as usize] += column[j]);
+            let d: f64 = (0..m)
+                .map(|j| class_weight[codes[j] as usize] * column[j] * column[j])
+                .sum();
+            let mut numerator = 0.0;
+            for c in 0..n_classes {
+                for other in c + 1..n_classes {
+                    numerator += (sums[c] - sums[other]).powi(2);
+                }
+            }
+            let scatter: f64 = (0..n_classes)
+                .map(|c| class_weight[c] / sizes[c] * sums[c] * sums[c])
+                .sum();
+            match criterion {
+                Criterion::Optimal => numerator / (d - scatter),
+                Criterion::Pseudo => numerator,
+                Criterion::Reverse => -(numerator / (d - scatter)),
+                Criterion::ReversePseudo => -numerator,
+                Criterion::Random => f64::NAN,
+            }
+        })
+        .collect()
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(40))]
+    // A fixed seed, so that every run tests the same cases (and the cases of
+    // factored.proptest-regressions first); PROPTEST_CASES=n samples more.
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(40),
+        rng_seed: proptest::test_runner::RngSeed::Fixed(0x6b_6664_6100),
+        ..ProptestConfig::default()
+    })]
 
     /// Random factors (rank-deficient, duplicated rows, `p` from 1, `m` around and past
     /// a block of rows, a class of one to three points): the factored picks are the dense
     /// picks on the explicit `ΦΦ'` (f64) for every criterion × deflation × stages ∈ {1, 2,
-    /// 3} wherever the scores do not tie, and the float32 factored selection returns
-    /// distinct indices below `m` without panicking.
+    /// 3} wherever the scores do not tie (or on the other side of a tie), and the float32
+    /// factored selection returns distinct indices below `m` without panicking.
     #[test]
     fn random_factors_pick_as_their_explicit_kernel(
         m in prop_oneof![3 => 3usize..60, 1 => 1020usize..1060],
@@ -970,8 +1084,10 @@ proptest! {
                     };
                     let dense = select_classes(kernel.view(), &codes, &params).unwrap();
                     let factored = select_classes_on(operator, &codes, &params, &stop).unwrap();
+                    let (d, f) = (same(&dense.indices), same(&factored.indices));
                     prop_assert!(
-                        agree_at_rank(&same(&dense.indices), &same(&factored.indices), rank, criterion, deflation),
+                        agree_at_rank(&d, &f, rank, criterion, deflation)
+                            || tie_at_divergence(&kernel, &codes, &params, &dense.indices, &factored.indices, &reps),
                         "m={m} p={p} rank={rank} {criterion:?} {deflation:?} S={stages}: dense {:?} factored {:?}",
                         dense.indices, factored.indices
                     );
