@@ -163,6 +163,18 @@ def test_bad_inputs_are_refused_naming_the_argument(client):
         gkfda.GreedyKFDA(k=4).fit(da.from_array(X[:, 0], chunks=20), yd)
 
 
+def test_a_fit_the_driver_cannot_hold_is_refused_before_the_workers_start(client, monkeypatch):
+    from gkfda import _validation
+
+    X, y = data(m=60)
+    monkeypatch.setattr(_validation, "available_memory", lambda: 1000)
+    building = []
+    monkeypatch.setattr(_dask, "_nystroem_rows", lambda *args: building.append(args))
+    with pytest.raises(MemoryError, match=r"^X: a fit of 60 samples with k=4 needs"):
+        gkfda.GreedyKFDA(k=4).fit(*chunked(X, y, 20))
+    assert not building
+
+
 def test_a_failing_worker_surfaces_as_its_exception(client, monkeypatch):
     """A task that raises on a worker ends the fit with that exception, not a panic."""
     X, y = data(m=80)

@@ -41,7 +41,7 @@ from ._factor import diagonal as factor_diagonal
 from ._factor import factor_width, pool
 from ._kernels import check_kernel_arguments, core_kernel, kernel_between, kernel_parameters, resolve_gamma
 from ._training import TrainingProblem, prepare_training
-from ._validation import encoded_classes, thread_count
+from ._validation import check_fit_fits, encoded_classes, thread_count
 
 #: Seconds one round over the chunks (or the set-up's computation) may take before the fit
 #: gives up with a ``TimeoutError``: a lost worker that the scheduler does not replace
@@ -339,6 +339,9 @@ def prepare_dask_training(estimator, X, y, rng) -> TrainingProblem:
     one_basis = n_classes == 2 or estimator.multiclass == "shared"
     codes = y_index[by_class]
     problems = [codes] if one_basis else [(codes == c).astype(np.intp) for c in range(n_classes)]
+    # The driver holds the selection's terms and the bases' exact columns (O(mk)), the
+    # workers the factor: refused here, before the workers build anything.
+    check_fit_fits(m, k, len(problems), dtype, 0)
     chunks = _Chunks(client, X, dtype)
     factor = _chunked_factor(chunks, _OrderedRows(chunks, by_class), by_class, name, {**params, "kernel": name},
                              estimator, dtype, rng, threads)

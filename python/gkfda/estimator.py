@@ -343,6 +343,7 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         self.classes_, self.priors_, self.solver_, self._gamma = problem.classes, problem.priors, problem.solver, problem.gamma
         problems, by_class, threads = problem.problems, problem.by_class, problem.threads
         selections = self._select(problem, rng)
+        problem.factor = None  # Φ (m × p) is read by the selection only: let it go
         columns = problem.columns([support for support, _, _ in selections], self.kernel)
         diagonal = problem.diagonal()
         kernel_scale = float(np.mean(diagonal, dtype=np.float64))
