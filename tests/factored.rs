@@ -732,8 +732,11 @@ fn a_factor_held_by_chunks_picks_as_the_factor_in_memory() {
                     let got = external.outcome(outcome).unwrap();
                     compared += 1;
                     let tie = tie_at((kind == 1).then_some(6), criterion, deflation);
+                    // After a tie the picks part ways, and so may the passes (a schur pick
+                    // taken ahead or not): passes are compared where the picks are equal.
+                    let equal = same(&expected.indices) == same(&got.indices);
                     if !agree(&same(&expected.indices), &same(&got.indices), tie)
-                        || expected.kernel_passes != got.kernel_passes
+                        || (equal && expected.kernel_passes != got.kernel_passes)
                     {
                         mismatches.push(format!(
                             "kind={kind} classes={n_classes} {criterion:?} {deflation:?} stages={stages}: \
