@@ -434,8 +434,8 @@ fn select_any<'py>(
     let (array, factored) = kernel_or_factor(kernel, factor)?;
     if factored && is_factor_holder(array) {
         return match holder_dtype(array)?.as_str() {
-            "float64" => select_external::<f64>(py, array, problems),
-            "float32" => select_external::<f32>(py, array, problems),
+            "float64" => select_external::<f64>(py, array, problems, progress),
+            "float32" => select_external::<f32>(py, array, problems, progress),
             other => Err(PyTypeError::new_err(format!(
                 "factor: its dtype must be float32 or float64, got {other}"
             ))),
@@ -473,16 +473,20 @@ fn select_external<'py, F: Real + numpy::Element>(
     py: Python<'py>,
     holder: &Bound<'py, PyAny>,
     problems: &Problems<'_>,
+    report: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Vec<SelectionTuple<'py>>> {
     let source = PyFactorSource::<F>::of(holder)?;
-    let selections = interruptible(py, |stop| {
+    let selections = reporting(py, report, |stop, progress| {
         let external = ExternalFactor::new(&source, stop);
         let operator = external.operator();
         let outcome = match problems {
             Problems::Classes(classes, params) => {
-                selection::select_classes_on(operator, classes, params, stop).map(|s| vec![s])
+                selection::select_classes_with_progress(operator, classes, params, stop, progress)
+                    .map(|s| vec![s])
             }
-            Problems::TwoClass(problems) => selection::select_many_on(operator, problems, stop),
+            Problems::TwoClass(problems) => {
+                selection::select_many_with_progress(operator, problems, stop, progress)
+            }
         };
         external.outcome(outcome)
     });

@@ -185,3 +185,9 @@ def test_a_failing_worker_surfaces_as_its_exception(client, monkeypatch):
     monkeypatch.setattr(_dask, "_factor_block", broken)
     with pytest.raises(RuntimeError, match="worker lost during"):
         gkfda.GreedyKFDA(k=5, factor_rank=20).fit(*chunked(X, y, 30))
+
+
+def test_verbose_draws_the_selection_bar(client, capfd):
+    X, y = data(m=80)
+    gkfda.GreedyKFDA(k=5, factor_rank=20, verbose=1).fit(*chunked(X, y, 30))
+    assert "selection" in capfd.readouterr().err
