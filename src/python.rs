@@ -1328,6 +1328,31 @@ fn kernel_checks(
     ))
 }
 
+/// Reads a model file's bytes with the Rust reader (`Model::from_bytes`), the one the
+/// Rust crate and the C ABI use: `(estimator, task, n_features, n_bases, n_outputs,
+/// classes)` of a file it accepts, its refusal as `ValueError` otherwise. The tests
+/// compare its verdicts with `gkfda.load`'s on crafted files.
+#[pyfunction]
+fn read_model_bytes(
+    py: Python<'_>,
+    data: &[u8],
+) -> PyResult<(String, String, usize, usize, usize, Vec<String>)> {
+    let model = py.detach(|| crate::model::Model::from_bytes(data))?;
+    let task = match model.task() {
+        crate::model::Task::Classifier => "classifier",
+        crate::model::Task::Regressor => "regressor",
+        crate::model::Task::Transformer => "transformer",
+    };
+    Ok((
+        model.estimator().to_string(),
+        task.to_string(),
+        model.n_features(),
+        model.n_bases(),
+        model.n_outputs(),
+        model.classes().to_vec(),
+    ))
+}
+
 /// The instruction-set level the engine runs at (`avx512`, `avx2` or `none`): the CPU's,
 /// capped by the environment variable `GKFDA_SIMD` as read when the module was imported.
 #[pyfunction]
@@ -1381,6 +1406,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
         "PURSUIT_METHODS",
         pyo3::types::PyTuple::new(module.py(), pursuit::METHODS)?,
     )?;
+    module.add_function(wrap_pyfunction!(read_model_bytes, module)?)?;
     module.add_function(wrap_pyfunction!(default_tol, module)?)?;
     module.add_function(wrap_pyfunction!(simd_level, module)?)?;
     module.add_function(wrap_pyfunction!(simd_levels, module)?)?;

@@ -286,3 +286,8 @@ def simd_level() -> str:
 
 def simd_levels() -> Tuple[List[str], str]:
     """The levels' names from the lowest, and the name of the variable that caps them."""
+
+def read_model_bytes(data: bytes) -> tuple[str, str, int, int, int, list[str]]:
+    """Read a model file's bytes with the Rust reader (the Rust crate's and the C ABI's):
+    ``(estimator, task, n_features, n_bases, n_outputs, classes)``; ``ValueError`` when
+    it refuses the file."""
