@@ -35,6 +35,7 @@ from ._training import prepare_training
 from ._model import compacted, fit_discriminant, one_blas_thread
 from .bounds import FeatureMoments, GeneralisationBound, _check_delta, _check_radius, _check_variant, fisher_discriminant_bound
 from ._validation import check_full_state, check_scored_samples, checked_priors, thread_count
+from ._atomic import fits_atomically
 
 DTYPES = ("float64", "float32")
 #: ``deflation``'s default, chosen on the study's evidence (docs/defaults.md); ``GreedyNystroem``'s
@@ -313,6 +314,7 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
 
     # -- fit --------------------------------------------------------------------------
 
+    @fits_atomically
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Choose the bases and train the discriminant(s).

@@ -26,6 +26,7 @@ from ._kernels import _default_gamma, uses_gamma, validate_input
 from ._factor import DEFAULT_FACTOR_RANK
 from ._validation import encoded_classes
 from .estimator import GreedyKFDA
+from ._atomic import fits_atomically
 
 #: The range of the default gamma grid, as powers of 2 times the data's scale.
 GAMMA_EXPONENTS = (-7.0, -1.0)
@@ -306,6 +307,7 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
 
     # -- fit --------------------------------------------------------------------------
 
+    @fits_atomically
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, groups=None):
         """Score every ``(gamma, k, reg)`` by cross-validation and refit the best.

@@ -18,6 +18,7 @@ from .._kernels import (
     _Number,
     validate_input,
 )
+from .._atomic import fits_atomically
 from .._validation import (
     check_full_state,
 )
@@ -146,6 +147,7 @@ class SparseKernelCCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Kernel
             raise ValueError(f"y: has {y.shape[1]} features, but SparseKernelCCA is expecting {self.n_features_y_}")
         return y
 
+    @fits_atomically
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Choose the paired points and fit the CCA.

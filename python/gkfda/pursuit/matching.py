@@ -16,6 +16,7 @@ from .._kernels import (
 )
 from .._factor import DEFAULT_FACTOR_RANK
 from .._validation import check_full_state, check_scored_samples
+from .._atomic import fits_atomically
 
 from ._base import (
     _KernelPursuit,
@@ -136,6 +137,7 @@ class KernelMatchingPursuit(RegressorMixin, _KernelPursuit):
         self.factor_pool = factor_pool
         self.random_state = random_state
 
+    @fits_atomically
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Choose ``k`` columns and fit the least squares on them.

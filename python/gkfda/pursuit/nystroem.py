@@ -19,6 +19,7 @@ from .._kernels import (
 )
 from .._factor import DEFAULT_FACTOR_RANK
 from ..estimator import DEFAULT_DEFLATION
+from .._atomic import fits_atomically
 from .._validation import (
     encoded_classes,
 )
@@ -156,6 +157,7 @@ class GreedyNystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _KernelP
         self.factor_rank = factor_rank
         self.factor_pool = factor_pool
 
+    @fits_atomically
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Choose the landmarks of ``X`` (the training kernel when ``kernel="precomputed"``):

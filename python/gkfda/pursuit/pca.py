@@ -18,6 +18,7 @@ from .._kernels import (
     validate_input,
 )
 from .._factor import DEFAULT_FACTOR_RANK
+from .._atomic import fits_atomically
 from .._validation import (
     check_full_state,
 )
@@ -115,6 +116,7 @@ class SparseKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Kernel
         self.factor_pool = factor_pool
         self.random_state = random_state
 
+    @fits_atomically
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Choose the points and the features' rotation of ``X`` (the training kernel when
