@@ -300,7 +300,7 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
                 f"max_k={self.max_k} is more than the smallest training fold ({smallest} "
                 f"samples); using max_k={smallest}",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=5,  # _k_ceiling, fit, scikit-learn's and fits_atomically's wrappers, the caller
             )
             return smallest
         return int(self.max_k)

@@ -204,7 +204,7 @@ class GreedyNystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _KernelP
             if self.solver_ == "dense":
                 K = self._training_kernel(X, k)
             else:
-                factor = self._training_factor(X, k)
+                factor = self._training_factor(X, k, "n_components")
             dtype = (K if factor is None else factor).dtype
             if criterion == "pca":
                 indices, _, stopped_early = _select("pca", K, k, self._threads(), factor=factor)
@@ -219,7 +219,7 @@ class GreedyNystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _KernelP
                     K, labels, k, criterion=criterion, deflation=deflation, n_threads=self._threads(), factor=factor
                 )
                 indices = np.asarray(indices, dtype=np.int64)
-        self._warn_if_short(stopped_early, len(indices), k)
+        self._warn_if_short(len(indices), k, factor)
         # As Nystroem's, even precomputed: the landmarks' rows of X (of the kernel, then).
         self.components_ = np.array(X[indices])
         self.component_indices_ = indices
