@@ -387,7 +387,7 @@ def test_an_explicit_factor_rank_below_k_is_refused():
         GreedyKFDA(k=30, solver="factored", factor_rank=20, multiclass="ovr").fit(X3, y3)
     from gkfda import GreedyKFDACV, GreedyNystroem, KernelMatchingPursuit, SparseKernelPCA
 
-    with pytest.raises(ValueError, match=r"^factor_rank: 10 is smaller than k=20"):
+    with pytest.raises(ValueError, match=r"^factor_rank: 10 is smaller than max_k=20"):
         GreedyKFDACV(max_k=20, cv=2, gammas=[0.5], solver="factored", factor_rank=10).fit(X, y)
     with pytest.raises(ValueError, match=r"^factor_rank: 10 is smaller than k=40"):
         KernelMatchingPursuit(k=40, solver="factored", factor_rank=10).fit(X, X[:, 0])

@@ -24,6 +24,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._kernels import _default_gamma, uses_gamma, validate_input
 from ._factor import DEFAULT_FACTOR_RANK
+from ._training import factor_rank_for
 from ._validation import encoded_classes
 from .estimator import GreedyKFDA
 from ._atomic import fits_atomically
@@ -330,6 +331,8 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
         regs = self._reg_grid()
         splits = self._check_splits(X, y, groups)
         max_k = self._k_ceiling(splits)
+        if self.solver == "factored" and self.kernel != "linear":
+            factor_rank_for(self.factor_rank, max_k, "max_k")  # each fold fits max_k bases on the factor
         base = self._base_estimator()
         scorer = None if self.scoring in _PATH_SCORINGS else check_scoring(base, self.scoring)
 
