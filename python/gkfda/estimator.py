@@ -368,7 +368,7 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
                 UserWarning,
                 stacklevel=4,  # fit, scikit-learn's and fits_atomically's wrappers, the caller
             )
-        features = problem.X.shape[1] if linear else None
+        features = self.n_features_in_ if linear else None
         for c, (support, _, _) in enumerate(selections):
             if 0 < len(support) < problem.k:
                 which = "" if len(selections) == 1 else f"class {self.classes_.tolist()[c]!r} against the rest: "
