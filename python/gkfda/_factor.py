@@ -63,6 +63,9 @@ def diagonal(X, kernel, gamma, degree, coef0) -> np.ndarray:
     return (gamma * squared + coef0) ** degree
 
 
+_NORM_BLOCK_ROWS = 8192
+
+
 def check_kernel_range(X, kernel, params, dtype, argument="X") -> None:
     """Refuse, before a pool is drawn, rows ``X`` whose kernel overflows ``dtype`` where the
     core computes it: the squared norms (and an RBF's ``|x|² + |z|²``), a linear kernel's
@@ -75,10 +78,12 @@ def check_kernel_range(X, kernel, params, dtype, argument="X") -> None:
         return
     largest = float(np.finfo(dtype).max)
     with np.errstate(over="ignore", invalid="ignore"):
-        if kernel == "rbf" and np.dtype(dtype) == np.float32:
-            # The core moves float32 rows by their float64 mean before an RBF's norms.
-            X = np.asarray(X, dtype=np.float64) - np.asarray(X, dtype=np.float64).mean(axis=0)
-        squared = float(np.max(np.einsum("ij,ij->i", X, X, dtype=np.float64)))
+        # The core moves float32 rows by their float64 mean before an RBF's norms.
+        centre = X.mean(axis=0, dtype=np.float64) if kernel == "rbf" and np.dtype(dtype) == np.float32 else 0.0
+        squared = 0.0
+        for start in range(0, len(X), _NORM_BLOCK_ROWS):  # in float64, a block of rows at a time
+            rows = np.asarray(X[start:start + _NORM_BLOCK_ROWS], dtype=np.float64) - centre
+            squared = max(squared, float(np.max(np.einsum("ij,ij->i", rows, rows))))
         if kernel == "rbf":
             bound = 2.0 * squared
         elif kernel == "poly":
