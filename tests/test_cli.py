@@ -179,7 +179,8 @@ def test_demo_shows_progress_on_stderr_unless_told_not_to(capsys):
     (["demo", "--n", "1"], "argument --n: must be an integer in [10, 2**63 - 1], got '1'"),
     (["demo", "--k", "99999999999999999999999"],
      "argument --k: must be an integer in [1, 2**63 - 1], got '99999999999999999999999'"),
-    (["experiment", "--folds", "99999999999999999999999"], "argument --folds: must be an integer in [2, 2**63 - 1], got '99999999999999999999999'"),
+    (["experiment", "--folds", "99999999999999999999999"],
+     "argument --folds: must be an integer in [2, 2**63 - 1], got '99999999999999999999999'"),
 ])
 def test_counts_beyond_what_the_estimators_take_are_usage_errors(capsys, argv, expected):
     assert one_line_error(capsys, argv).endswith(expected)
