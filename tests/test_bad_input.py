@@ -390,6 +390,7 @@ def test_random_finite_input_fits_or_raises_value_error(X, data, k, kernel, defl
         # Announced, not a defect: a kernel nearly constant over tiny data explains nothing.
         warnings.filterwarnings("ignore", "the selection chose no basis", UserWarning)
         warnings.filterwarnings("ignore", r"k=\d+ is larger than the number of training samples", UserWarning)
+        warnings.filterwarnings("ignore", "the selection stopped after", UserWarning)
         try:
             model.fit(X, y)
         except ValueError as error:
@@ -587,7 +588,7 @@ def test_refusal_counts_the_selection_and_the_model(monkeypatch):
     with pytest.raises(MemoryError, match="the selection and the model"):
         GreedyKFDA(k=k, multiclass="ovr", solver="dense").fit(X, y3)
     # solver="auto" holds the kernel as a factor when the dense fit would not fit.
-    assert GreedyKFDA(k=k, multiclass="ovr", factor_rank=50).fit(X, y3).solver_ == "factored"
+    assert GreedyKFDA(k=k, multiclass="ovr", factor_rank=k).fit(X, y3).solver_ == "factored"
 
 
 def test_refusal_of_a_precomputed_kernel_counts_only_a_copy(monkeypatch):
@@ -944,3 +945,45 @@ def test_a_score_of_mismatched_lengths_names_the_argument(make):
     with pytest.raises(ValueError, match=r"^sample_weight: has 3 weights but X has 60 samples$"):
         scored.score(X, y, sample_weight=np.ones(3))
     assert model.score(X, y) <= 1.0
+
+
+def test_k_above_the_samples_promises_no_more_than_the_fit_does():
+    # 100 rows of 2 features under a wide rbf: some 50 bases are all the kernel has.
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(100, 2))
+    y = (X[:, 0] > 0).astype(int)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = GreedyKFDA(k=5000, gamma=0.01).fit(X, y)
+    messages = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+    assert model.k_ < 100
+    assert messages[0] == ("k=5000 is larger than the number of training samples (100): at most 100 bases can "
+                           "be chosen.")
+    assert messages[1].startswith(f"the selection stopped after {model.k_} of 100 bases: every other training "
+                                  "point is numerically in the span of those chosen")
+    assert not any("bases are used" in message for message in messages)
+
+
+@pytest.mark.parametrize("make", ["GreedyKFDA", "GreedyKFDA-ovr", "KernelMatchingPursuit", "SparseKernelPCA",
+                                  "GreedyNystroem"])
+def test_a_linear_kernel_that_stops_early_says_so(make):
+    # The linear kernel of 6 features has rank 6: k=50 gives 6 bases, with a warning naming why.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 6))
+    labels = np.array(["a", "b", "c"])[rng.integers(0, 3, 300)]
+    fit = {
+        "GreedyKFDA": lambda: GreedyKFDA(k=50, kernel="linear").fit(X, (X[:, 0] > 0).astype(int)),
+        "GreedyKFDA-ovr": lambda: GreedyKFDA(k=50, kernel="linear", multiclass="ovr").fit(X, labels),
+        "KernelMatchingPursuit": lambda: gkfda.KernelMatchingPursuit(k=50, kernel="linear").fit(X, X[:, 0]),
+        "SparseKernelPCA": lambda: gkfda.SparseKernelPCA(n_components=50, kernel="linear").fit(X),
+        "GreedyNystroem": lambda: gkfda.GreedyNystroem(n_components=50, kernel="linear").fit(X, labels),
+    }[make]
+    pattern = (r"the selection stopped after 6 of 50 bases: every other training point is numerically in the "
+               r"span of those chosen \(a linear kernel of 6 features has rank at most 6\)")
+    with pytest.warns(UserWarning, match=pattern) as caught:
+        fit()
+    if make == "GreedyKFDA-ovr":
+        assert sorted(str(w.message)[:7] for w in caught if "stopped" in str(w.message)) == [
+            "class '", "class '", "class '"]
+        assert "class 'a' against the rest: the selection stopped after 6 of 50" in " ".join(
+            str(w.message) for w in caught)

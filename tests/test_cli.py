@@ -173,3 +173,70 @@ def test_demo_shows_progress_on_stderr_unless_told_not_to(capsys):
     assert "| optimal | schur | 5 |" in captured.out and "gkfda demo" in captured.err and "3/3" in captured.err
     assert main([*argv, "--no-progress"]) == 0
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["demo", "--n", "1"], "argument --n: must be an integer in [10, 2**63 - 1], got '1'"),
+    (["demo", "--k", "99999999999999999999999"],
+     "argument --k: must be an integer in [1, 2**63 - 1], got '99999999999999999999999'"),
+    (["experiment", "--folds", "99999999999999999999999"],
+     "argument --folds: must be an integer in [2, 2**63 - 1], got '99999999999999999999999'"),
+])
+def test_counts_beyond_what_the_estimators_take_are_usage_errors(capsys, argv, expected):
+    assert one_line_error(capsys, argv).endswith(expected)
+
+
+def test_a_k_above_the_demo_s_points_is_fitted_with_the_estimator_s_warning(capsys):
+    assert main(["demo", "--n", "40", "--k", str(2**63 - 1), "--deflations", "schur", "--no-progress"]) == 0
+    assert "| optimal | schur | " in capsys.readouterr().out
+
+
+def test_a_backend_that_is_not_installed_is_one_line(tmp_path, capsys, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def without_ray(name, *args, **kwargs):  # as if ray were not installed, whether it is or not
+        if name == "ray" or name.startswith("ray."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", without_ray)
+    monkeypatch.delitem(sys.modules, "ray", raising=False)
+    monkeypatch.delitem(sys.modules, "ray.util.joblib", raising=False)
+    line = one_line_error(capsys, ["experiment", "--backend", "ray", "--out", str(tmp_path), *TINY], status=1)
+    assert line == "gkfda: error: --backend ray: needs the ray package, which is not installed (pip install ray)"
+
+
+def test_a_scheduler_nobody_listens_at_is_one_line(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("distributed")
+    import socket
+
+    import dask
+
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        line = one_line_error(capsys, ["experiment", "--backend", "dask", "--scheduler", f"tcp://127.0.0.1:{port}",
+                                       "--out", str(tmp_path), *TINY], status=1)
+    assert line.startswith(f"gkfda: error: --scheduler: no Dask scheduler answers at tcp://127.0.0.1:{port} (")
+
+
+def test_an_input_an_estimator_refuses_is_one_line(capsys, monkeypatch):
+    # Whatever a command's fit refuses (here a demo whose data became NaN) is its one line.
+    import numpy as np
+
+    monkeypatch.setattr(cli, "synthetic_problem", lambda n, seed: (np.full((n, 5), np.nan), np.arange(n) % 2))
+    line = one_line_error(capsys, ["demo", "--n", "20", "--deflations", "schur", "--no-progress"], status=1)
+    assert line.startswith("gkfda: error: X: Input X contains NaN")
+
+
+def test_ctrl_c_ends_a_command_without_a_traceback(capsys, monkeypatch):
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_demo", interrupted)
+    assert main(["demo"]) == 130
+    err = capsys.readouterr().err
+    assert err == "gkfda: interrupted\n"

@@ -1,6 +1,8 @@
 """The factored solver: ``_core`` selections on a factor, the Nyström factor, and
 ``GreedyKFDA(solver=...)`` (docs/scale.md)."""
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -372,3 +374,73 @@ def test_factored_fits_of_degenerate_training_sets():
     y_one[17] = 1
     model = GreedyKFDA(k=5, gamma=0.5, solver="factored", factor_rank=50, random_state=0).fit(X, y_one)
     assert model.k_ >= 1 and model.predict(X).shape == (400,)
+
+
+def test_an_explicit_factor_rank_below_k_is_refused():
+    X, y = problem(m=300)
+    with pytest.raises(ValueError, match=r"^factor_rank: 10 is smaller than k=100; a factor of rank p holds at "
+                                         r"most p bases"):
+        GreedyKFDA(k=100, solver="factored", factor_rank=10).fit(X, y)
+    # One-vs-rest: k is per problem, and each problem's selection reads the one factor.
+    X3, y3 = problem(m=300, classes=3)
+    with pytest.raises(ValueError, match=r"^factor_rank: 20 is smaller than k=30"):
+        GreedyKFDA(k=30, solver="factored", factor_rank=20, multiclass="ovr").fit(X3, y3)
+    from gkfda import GreedyKFDACV, GreedyNystroem, KernelMatchingPursuit, SparseKernelPCA
+
+    with pytest.raises(ValueError, match=r"^factor_rank: 10 is smaller than max_k=20"):
+        GreedyKFDACV(max_k=20, cv=2, gammas=[0.5], solver="factored", factor_rank=10).fit(X, y)
+    with pytest.raises(ValueError, match=r"^factor_rank: 10 is smaller than k=40"):
+        KernelMatchingPursuit(k=40, solver="factored", factor_rank=10).fit(X, X[:, 0])
+    with pytest.raises(ValueError, match=r"^factor_rank: 10 is smaller than n_components=40"):
+        SparseKernelPCA(n_components=40, solver="factored", factor_rank=10).fit(X)
+    with pytest.raises(ValueError, match=r"^factor_rank: 10 is smaller than n_components=40"):
+        GreedyNystroem(n_components=40, solver="factored", factor_rank=10).fit(X, y)
+    # A rank of k or more is taken as given.
+    assert GreedyKFDA(k=20, gamma=0.5, solver="factored", factor_rank=20, random_state=0).fit(X, y).k_ == 20
+
+
+def test_the_default_factor_rank_rises_to_k(monkeypatch):
+    # solver="auto" past 20,000 samples takes a factor of the default rank, 1000: shown here
+    # with a default of 40, so that k=60 is above it. The rank is raised to k, so every
+    # basis asked for can be chosen.
+    from gkfda import _factor, _training
+
+    monkeypatch.setattr(_factor, "AUTO_DENSE_MAX_SAMPLES", 100)
+    monkeypatch.setattr(_training, "DEFAULT_FACTOR_RANK", 40)
+    X, y = problem(m=400)
+    widths = []
+    original = _training.factor_width
+    monkeypatch.setattr(_training, "factor_width", lambda *args: widths.append(original(*args)) or widths[-1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = GreedyKFDA(k=60, gamma=0.5, factor_rank=40, random_state=0).fit(X, y)
+    assert model.solver_ == "factored" and model.k_ == 60 and widths == [60]
+    # The raised rank is in the memory check.
+    monkeypatch.setattr(_validation, "available_memory", lambda: 400 * 60 * 8)
+    with pytest.raises(MemoryError, match=r"^factor_rank: a factored fit of 400 samples with factor_rank=60"):
+        GreedyKFDA(k=60, gamma=0.5, factor_rank=40, random_state=0).fit(X, y)
+
+
+def test_a_factor_too_small_for_its_selection_says_so():
+    # A factor whose rank (after the eigenvalue floor drops the directions a tiny gamma leaves
+    # flat) is below k: the selection stops at it, with a warning naming the factor's rank.
+    X, y = problem(m=300, d=2)
+    with pytest.warns(UserWarning, match=r"^the selection stopped after (\d+) of 30 bases: every other training "
+                                         r"point is numerically in the span of those chosen") as caught:
+        model = GreedyKFDA(k=30, gamma=1e-4, solver="factored", factor_rank=40, random_state=0).fit(X, y)
+    assert model.k_ < 30
+    assert str(model.k_) in str(caught[0].message)
+
+
+@pytest.mark.parametrize("kernel, dtype, scale", [("rbf", "float32", 1e19), ("rbf", "float64", 1e160),
+                                                  ("poly", "float32", 1e10), ("poly", "float64", 1e80),
+                                                  ("linear", "float32", 1e20)])
+def test_a_factored_kernel_that_overflows_is_named_as_the_dense_one(kernel, dtype, scale):
+    X, y = problem(m=200, d=3)
+    params = dict(k=10, kernel=kernel, dtype=dtype, random_state=0)
+    if kernel != "linear":
+        params["gamma"] = 1.0
+    message = f"X: the kernel matrix overflows {dtype}; scale the features"
+    for solver in ("dense", "factored"):
+        with pytest.raises(ValueError, match="^" + message.replace(";", ";")):
+            GreedyKFDA(solver=solver, factor_rank=50, **params).fit(X * scale, y)

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import signal
 import time
+import warnings
 
 import numpy as np
 import pytest
+from sklearn.exceptions import NotFittedError
 
 from gkfda import GreedyKFDA, _core
 
@@ -177,3 +179,152 @@ def test_parsimonious_fit_stops(stops_on_alarm):
     start = ridge_start(gram, products)
     stops_on_alarm(_core.parsimonious_fit, K, gram, products, y_hat, start, q=1.0, rho=1e-6, tol=1e-300,
                    max_iter=100000, penalize_bias=True, prune=0.0)
+
+
+# -- an interrupted fit leaves the estimator as it was ------------------------------------
+
+def _two_classes(seed=0, m=120, d=3):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(m, d))
+    return X, (X[:, 0] + 0.3 * X[:, 1] > 0).astype(int)
+
+
+def _three_string_classes(seed=1, m=150, d=4):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(m, d))
+    sector = np.floor((np.arctan2(X[:, 1], X[:, 0]) + np.pi) / (2 * np.pi / 3)).astype(int) % 3
+    return X, np.array(["north", "south", "west"])[sector]
+
+
+def _estimators():
+    """``(name, estimator, first fit's data, refit's data, its outputs, where to interrupt
+    it early and late)``: each a place ``(module or class, attribute)`` whose call runs and
+    then raises KeyboardInterrupt, so that the work before it has changed the fit's state."""
+    from gkfda import (GreedyKFDACV, GreedyNystroem, KernelMatchingPursuit, ParsimoniousKFDA, SparseKernelCCA,
+                       SparseKernelPCA)
+    from gkfda import estimator, model_selection, parsimonious
+    from gkfda.pursuit import cca, matching, nystroem, pca
+
+    X2, y2 = _two_classes()
+    X3, y3 = _three_string_classes()
+    target = np.sin(X3[:, 0]) + X3[:, 1]
+
+    def columns(model, X):  # the test rows cut to the fitted model's features
+        return X[:, :getattr(model, "n_features_in_", X.shape[1])]
+
+    def classifier(model, X):
+        return model.predict(columns(model, X)), model.predict_proba(columns(model, X))
+
+    def regressor(model, X):
+        return (model.predict(columns(model, X)),)
+
+    def transformer(model, X):
+        return (model.transform(columns(model, X)),)
+    return [
+        ("GreedyKFDA", GreedyKFDA(k=10, gamma=0.5), (X2, y2), (X3, y3), classifier,
+         (estimator, "validate_input"), (GreedyKFDA, "_set_public_attributes")),
+        ("GreedyKFDA-calibration", GreedyKFDA(k=10, gamma=0.5, multiclass="ovr"), (X2, y2), (X3, y3), classifier,
+         (estimator, "prepare_training"), (estimator, "fit_discriminant")),
+        ("GreedyKFDACV", GreedyKFDACV(gammas=[0.5], max_k=4, regs=[1e-3], cv=2), (X2, y2), (X3, y3), classifier,
+         (model_selection, "validate_input"), (GreedyKFDACV, "_store_results")),
+        ("ParsimoniousKFDA", ParsimoniousKFDA(gamma=0.5, max_iter=30), (X2, y2), (X3, y3), classifier,
+         (parsimonious, "validate_input"), (ParsimoniousKFDA, "_set_public_attributes")),
+        ("KernelMatchingPursuit", KernelMatchingPursuit(k=8, gamma=0.5), (X2, X2[:, 0] - X2[:, 1]),
+         (X3, target), regressor,
+         (matching, "validate_input"), (KernelMatchingPursuit, "_points")),
+        ("SparseKernelPCA", SparseKernelPCA(n_components=5, gamma=0.5), (X2,), (X3,),
+         transformer,
+         (pca, "validate_input"), (SparseKernelPCA, "_points")),
+        ("SparseKernelCCA", SparseKernelCCA(k=6, n_components=2, gamma=0.5), (X2, X2[:, ::-1] ** 2),
+         (X3, X3[:, :2] ** 2), transformer,
+         (cca, "validate_input"), (SparseKernelCCA, "_points")),
+        ("GreedyNystroem", GreedyNystroem(n_components=6, gamma=0.5), (X2, y2), (X3, y3),
+         transformer,
+         (nystroem, "validate_input"), (nystroem, "svd")),
+    ]
+
+
+_ESTIMATOR_NAMES = [entry[0] for entry in _estimators()]
+
+
+def _interrupt_after(monkeypatch, owner, name, calls=1):
+    """Make ``owner.name`` run as before, then raise KeyboardInterrupt on its ``calls``-th call."""
+    original = getattr(owner, name)
+    count = [0]
+
+    def interrupted(*args, **kwargs):
+        result = original(*args, **kwargs)
+        count[0] += 1
+        if count[0] >= calls:
+            raise KeyboardInterrupt
+        return result
+
+    monkeypatch.setattr(owner, name, interrupted)
+
+
+def _same_state(model, before):
+    after = vars(model)
+    assert after.keys() == before.keys()
+    for name, value in before.items():
+        assert after[name] is value, name
+
+
+@pytest.mark.parametrize("name", _ESTIMATOR_NAMES)
+@pytest.mark.parametrize("when", ["early", "late"])
+def test_an_interrupted_refit_leaves_the_fitted_model_as_it_was(monkeypatch, name, when):
+    _, model, first, second, outputs, early, late = dict((e[0], e) for e in _estimators())[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # unconverged or short selections of the small data
+        model.fit(*first)
+    X_test = _three_string_classes(seed=9, m=20)[0]
+    expected = outputs(model, X_test)
+    before = dict(vars(model))
+    owner, attribute = early if when == "early" else late
+    _interrupt_after(monkeypatch, owner, attribute)
+    with warnings.catch_warnings(), pytest.raises(KeyboardInterrupt):
+        warnings.simplefilter("ignore")
+        model.fit(*second)
+    _same_state(model, before)
+    monkeypatch.undo()
+    for value, same in zip(expected, outputs(model, X_test)):
+        np.testing.assert_array_equal(value, same)
+    # And it fits again, to the new data.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(*second)
+    assert model.n_features_in_ == second[0].shape[1]
+
+
+@pytest.mark.parametrize("name", _ESTIMATOR_NAMES)
+def test_an_interrupted_first_fit_leaves_the_estimator_unfitted(monkeypatch, name):
+    _, model, first, _, outputs, _, late = dict((e[0], e) for e in _estimators())[name]
+    params = dict(vars(model))
+    _interrupt_after(monkeypatch, *late)
+    with warnings.catch_warnings(), pytest.raises(KeyboardInterrupt):
+        warnings.simplefilter("ignore")
+        model.fit(*first)
+    _same_state(model, params)
+    with pytest.raises(NotFittedError):
+        outputs(model, first[0])
+
+
+def test_ctrl_c_during_a_refit_leaves_the_fitted_model():
+    # Ctrl-C's path: SIGALRM with the default SIGINT handler raises KeyboardInterrupt in the
+    # middle of the refit (in the core's kernel or selection: the refit takes 10 s or more).
+    X3, y3 = _three_string_classes(m=300)
+    model = GreedyKFDA(k=10, gamma=0.5, n_jobs=2).fit(X3, y3)
+    expected = model.predict_proba(X3)
+    X, y = well_conditioned(2500, seed=5)
+    model.set_params(k=2500, deflation="schur", gamma=1.5)
+    before = dict(vars(model))
+    previous = signal.signal(signal.SIGALRM, signal.default_int_handler)
+    signal.setitimer(signal.ITIMER_REAL, ALARM_AFTER)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            model.fit(X, y)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    _same_state(model, before)
+    np.testing.assert_array_equal(model.predict_proba(X3), expected)
+    assert list(model.classes_) == ["north", "south", "west"]

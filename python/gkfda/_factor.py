@@ -63,6 +63,38 @@ def diagonal(X, kernel, gamma, degree, coef0) -> np.ndarray:
     return (gamma * squared + coef0) ** degree
 
 
+_NORM_BLOCK_ROWS = 8192
+
+
+def check_kernel_range(X, kernel, params, dtype, argument="X") -> None:
+    """Refuse, before a pool is drawn, rows ``X`` whose kernel overflows ``dtype`` where the
+    core computes it: the squared norms (and an RBF's ``|x|² + |z|²``), a linear kernel's
+    ``x·z`` and a polynomial's ``(gamma x·z + coef0)^degree``, each at most its value for the
+    row of largest norm (Cauchy–Schwarz). The dense fit finds the same overflow in its
+    matrix; a factor would otherwise fail in the pool's eigendecomposition or with NaN rows."""
+    from ._kernels import kernel_overflow_message
+
+    if len(X) == 0 or kernel is None:
+        return
+    largest = float(np.finfo(dtype).max)
+    with np.errstate(over="ignore", invalid="ignore"):
+        # The core moves float32 rows by their float64 mean before an RBF's norms.
+        centre = X.mean(axis=0, dtype=np.float64) if kernel == "rbf" and np.dtype(dtype) == np.float32 else 0.0
+        squared = 0.0
+        for start in range(0, len(X), _NORM_BLOCK_ROWS):  # in float64, a block of rows at a time
+            rows = np.asarray(X[start:start + _NORM_BLOCK_ROWS], dtype=np.float64) - centre
+            squared = max(squared, float(np.max(np.einsum("ij,ij->i", rows, rows))))
+        if kernel == "rbf":
+            bound = 2.0 * squared
+        elif kernel == "poly":
+            gamma, coef0, degree = np.float64(params["gamma"]), abs(params["coef0"]), params["degree"]
+            bound = max(squared, float((gamma * squared + coef0) ** degree))
+        else:
+            bound = squared
+    if not bound <= largest:  # NaN and infinity too
+        raise ValueError(kernel_overflow_message(argument, dtype))
+
+
 def factor_bytes(m: int, p: int, itemsize: int, threads: int) -> int:
     """Bytes a factor of rank ``p`` takes while it is made: ``Φ``, each thread's block of
     cross-kernel rows, and the pool's ``p×p`` kernel with its eigendecomposition (float64)."""

@@ -187,11 +187,15 @@ def _check_overflow(K, argument="X"):
     with np.errstate(over="ignore", invalid="ignore"):
         total = K.sum(dtype=np.float64)
     if not np.isfinite(total):
-        raise ValueError(
-            f"{argument}: the kernel matrix overflows {K.dtype.name}; scale the features"
-            + (" or use dtype='float64'" if K.dtype == np.float32 else "")
-        )
+        raise ValueError(kernel_overflow_message(argument, K.dtype))
     return K
+
+
+def kernel_overflow_message(argument, dtype) -> str:
+    """The refusal of a training kernel whose values overflow ``dtype`` (dense or factored)."""
+    dtype = np.dtype(dtype)
+    return (f"{argument}: the kernel matrix overflows {dtype.name}; scale the features"
+            + (" or use dtype='float64'" if dtype == np.float32 else ""))
 
 
 def _check_callable_output(K, shape):

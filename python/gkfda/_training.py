@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._factor import DEFAULT_FACTOR_RANK, check_kernel_range, factor_width, resolved_solver, training_factor
 from ._factor import diagonal as factor_diagonal
-from ._factor import factor_width, resolved_solver, training_factor
 from ._progress import progress_bar
 from ._kernels import (
     _convert,
@@ -63,13 +63,53 @@ def dense_training_kernel(X, kernel, params, dtype, threads, k, selections, matr
     return kernel_between(X, None, kernel, params, dtype, threads, argument, rows=rows)
 
 
+def more_than_samples_message(name, value, m) -> str:
+    """The warning of a count of bases ``name=value`` above the ``m`` training samples: what
+    the fit can promise (a selection may still stop earlier, with its own warning)."""
+    return (f"{name}={value} is larger than the number of training samples ({m}): at most {m} bases can be "
+            "chosen.")
+
+
+def short_selection_message(chosen, wanted, features=None, factor_rank=None) -> str:
+    """Why a selection stopped at ``chosen`` of the ``wanted`` bases, in every estimator's one
+    wording. ``features``: the number of features of a linear kernel (which bounds its rank);
+    ``factor_rank``: the columns of a factored fit's ``Φ`` (the rank of ``ΦΦ'``)."""
+    message = (f"the selection stopped after {chosen} of {wanted} bases: every other training point is "
+               "numerically in the span of those chosen")
+    if features is not None and chosen >= features:
+        return message + f" (a linear kernel of {features} features has rank at most {features}). Use fewer bases."
+    if factor_rank is not None and chosen >= factor_rank:
+        return message + (f" (the factored kernel ΦΦ' has rank {factor_rank}). Use a larger factor_rank or "
+                          "fewer bases.")
+    return message + ". Use a larger gamma or fewer bases."
+
+
+def factor_rank_for(factor_rank, k, k_name="k") -> int:
+    """The rank of a factor from which ``k`` bases can be chosen: a factor of rank ``p``
+    holds at most ``p``. The default rank rises to ``k``; a smaller rank given is refused."""
+    factor_rank = int(factor_rank)
+    if factor_rank >= k:
+        return factor_rank
+    if factor_rank == DEFAULT_FACTOR_RANK:
+        return int(k)
+    raise ValueError(
+        f"factor_rank: {factor_rank} is smaller than {k_name}={k}; a factor of rank p holds at most p bases: "
+        f"use factor_rank >= {k} (or leave it at its default, which rises to {k_name})"
+    )
+
+
 def checked_training_factor(X, core_name, params, dtype, threads, k, selections, factor_rank, pool, rng,
-                            verbose=False):
+                            verbose=False, k_name="k"):
     """``Φ`` (in ``dtype``) with ``ΦΦ'`` the training kernel of the rows ``X``, made once the
-    factor and the working memory of ``k`` picks for each of ``selections`` problems are known
-    to fit; a refusal names ``factor_rank``. ``verbose``: a progress bar of its blocks."""
+    kernel is known not to overflow ``dtype`` and the factor and the working memory of ``k``
+    picks for each of ``selections`` problems are known to fit; a refusal names
+    ``factor_rank``, which is raised to ``k`` by :func:`factor_rank_for` (``k_name`` names
+    ``k`` in its refusal). ``verbose``: a progress bar of its blocks."""
     X = _convert(X, dtype, "X")
+    check_kernel_range(X, core_name, params, dtype)
     m = len(X)
+    if core_name != "linear":  # Φ = X: its rank is the features', whatever factor_rank says
+        factor_rank = factor_rank_for(factor_rank, k, k_name)
     p = factor_width(core_name, X.shape[1], m, factor_rank)
     check_factored_fit_fits(m, p, k, selections, dtype, threads)
     with progress_bar(verbose, "factor", "block") as report:

@@ -38,24 +38,44 @@ MPKFDA_METHOD = "optimal/schur/1"
 BOUND_SIZES = (1_000, 2_000, 5_000, 10_000)
 
 
-def _integer(text: str, low: int, what: str) -> int:
+#: The largest count an option takes: the estimators bound theirs by int64.
+LARGEST_COUNT = 2**63 - 1
+#: ``gkfda demo --n``'s least: each half of the problem needs points of both classes.
+DEMO_LEAST_POINTS = 10
+
+
+class CommandError(Exception):
+    """What stops a command (an unusable environment or input): one line
+    ``gkfda: error: <message>`` on stderr and exit ``status`` (1 at run time, 2 for usage)."""
+
+    def __init__(self, message: str, status: int = 1):
+        super().__init__(message)
+        self.status = status
+
+
+def _integer(text: str, low: int, what: str, high: int = LARGEST_COUNT) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
-    if value < low:
+    if not low <= value <= high:
         raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
     return value
 
 
 def positive_int(text: str) -> int:
-    """An integer of at least 1 (argparse ``type``)."""
-    return _integer(text, 1, "a positive integer")
+    """An integer in [1, 2**63 - 1] (argparse ``type``)."""
+    return _integer(text, 1, "an integer in [1, 2**63 - 1]")
+
+
+def demo_points(text: str) -> int:
+    """``gkfda demo --n``: an integer of at least ``DEMO_LEAST_POINTS`` (argparse ``type``)."""
+    return _integer(text, DEMO_LEAST_POINTS, f"an integer in [{DEMO_LEAST_POINTS}, 2**63 - 1]")
 
 
 def fold_count(text: str) -> int:
     """A number of cross-validation folds: at least 2 (argparse ``type``)."""
-    return _integer(text, 2, "an integer of at least 2")
+    return _integer(text, 2, "an integer in [2, 2**63 - 1]")
 
 
 def random_seed(text: str) -> int:
@@ -236,13 +256,17 @@ def _experiment(args) -> int:
     config.jobs = args.jobs
     client = None
     if args.backend == "dask":
-        from dask.distributed import Client, LocalCluster
-
-        client = Client(args.scheduler) if args.scheduler else Client(LocalCluster(n_workers=args.jobs, threads_per_worker=1))
+        Client, LocalCluster = _optional("dask.distributed", "dask", ("Client", "LocalCluster"))
+        if args.scheduler:
+            try:
+                client = Client(args.scheduler)
+            except (OSError, ValueError) as error:  # unreachable (a timeout), or not an address
+                raise CommandError(f"--scheduler: no Dask scheduler answers at {args.scheduler} ({error})") from None
+        else:
+            client = Client(LocalCluster(n_workers=args.jobs, threads_per_worker=1))
         print(f"dask: {client.dashboard_link or client.scheduler.address}")
     elif args.backend == "ray":
-        from ray.util.joblib import register_ray
-
+        (register_ray,) = _optional("ray.util.joblib", "ray", ("register_ray",))
         register_ray()
     config.backend = args.backend
     print(
@@ -271,6 +295,18 @@ def _experiment(args) -> int:
         f"complete; wall time {summary['wall_time_s']:.1f} s; results in {summary['out']}"
     )
     return 0
+
+
+def _optional(module: str, package: str, names):
+    """``names`` of an optional dependency's ``module``; its absence is a one-line error."""
+    import importlib
+
+    try:
+        imported = importlib.import_module(module)
+    except ImportError:
+        raise CommandError(f"--backend {package}: needs the {package} package, which is not installed "
+                           f"(pip install {package})") from None
+    return tuple(getattr(imported, name) for name in names)
 
 
 def _report(args) -> int:
@@ -320,7 +356,7 @@ def _parser() -> argparse.ArgumentParser:
         "of test errors and fit times; the deflations in --reference are also run by the NumPy reference, "
         "whose selection must be the same. A progress bar goes to stderr.",
     )
-    demo.add_argument("--n", type=positive_int, default=2000, help="training points (and as many test points)")
+    demo.add_argument("--n", type=demo_points, default=2000, help="training points (and as many test points)")
     demo.add_argument("--k", type=positive_int, default=100, help="bases to choose")
     demo.add_argument("--gamma", type=positive_float, default=1.0, help="RBF kernel width parameter")
     demo.add_argument("--criterion", choices=CRITERIA, default="optimal", metavar="NAME",
@@ -413,21 +449,33 @@ def main(argv=None) -> int:
     """Run ``gkfda`` with the arguments ``argv`` (default: the command line); returns the exit status.
 
     A corrupted or unusable results file, or a file that cannot be written, ends the command with
-    one line ``gkfda: error: <file>: <what>`` on stderr and status 2.
+    one line ``gkfda: error: <file>: <what>`` on stderr and status 2; a missing optional package,
+    an unreachable scheduler or an input an estimator refuses (its ``ValueError``, ``TypeError`` or
+    ``MemoryError`` names the argument) one line ``gkfda: error: <what>`` and status 1; Ctrl-C
+    ``gkfda: interrupted`` and status 130. No traceback.
     """
     parser = _parser()
     args = parser.parse_args(argv)
     commands = {"demo": _demo, "experiment": _experiment, "report": _report, "bound": _bound, "pursuit": _pursuit}
+    status = 2
     try:
         return commands[args.command](args)
     except StudyInputError as error:
         message = str(error)
+    except CommandError as error:
+        message, status = str(error), error.status
     except OSError as error:
         if error.filename is None:
-            raise
-        message = f"{error.filename}: {error.strerror or error}"
+            message, status = str(error) or type(error).__name__, 1
+        else:
+            message = f"{error.filename}: {error.strerror or error}"
+    except (ValueError, TypeError, MemoryError) as error:
+        message, status = str(error).splitlines()[0] if str(error) else type(error).__name__, 1
+    except KeyboardInterrupt:
+        print("gkfda: interrupted", file=sys.stderr)
+        return 130
     print(f"gkfda: error: {message}", file=sys.stderr)
-    return 2
+    return status
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -35,11 +35,14 @@ from __future__ import annotations
 
 import bz2
 import csv
+import functools
 import gzip
+import io
 import importlib.resources
 import os
 import re
 import warnings
+import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -359,6 +362,63 @@ def _tidy_labels(labels: np.ndarray) -> np.ndarray:
     return labels
 
 
+def _names_unreadable_files(load):
+    """``load(path, ...)`` with a compressed stream that is corrupt or cut short (``zlib.error``,
+    ``EOFError``, ``gzip.BadGzipFile``, bz2's ``OSError``) and a damaged ``.npz`` member
+    (``zipfile.BadZipFile``, a bad CRC) refused as a ValueError naming the file."""
+
+    @functools.wraps(load)
+    def checked(path, *args, **kwargs):
+        try:
+            return load(path, *args, **kwargs)
+        except (zlib.error, EOFError, gzip.BadGzipFile, zipfile.BadZipFile) as exc:
+            raise ValueError(f"{os.fspath(path)}: corrupt or cut-short data ({exc})") from exc
+        except OSError as exc:
+            if type(exc) is not OSError or exc.errno is not None:  # a missing or unreadable file
+                raise
+            raise ValueError(f"{os.fspath(path)}: corrupt or cut-short data ({exc})") from exc
+
+    return checked
+
+
+#: The svmlight reader's largest feature index (scikit-learn stores them as int32).
+_SVMLIGHT_LARGEST_INDEX = 2**31 - 1
+#: An svmlight file is made dense: refused when that takes more than this many cells for each
+#: value the file stores (and more than ``_SVMLIGHT_DENSE_FREE`` cells), so that a line like
+#: ``0 400000000:1`` cannot ask for gigabytes.
+_SVMLIGHT_CELLS_PER_VALUE = 1000
+_SVMLIGHT_DENSE_FREE = 2**26  # 512 MiB of float64
+_UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def _svmlight_lines(source) -> Iterator[Tuple[int, list]]:
+    """``(line number, index tokens)`` of each data line of svmlight bytes ``source``."""
+    for number, line in enumerate(source.splitlines(), start=1):
+        tokens = line.split(b"#", 1)[0].split()
+        if tokens:
+            yield number, [t.split(b":", 1)[0] for t in tokens[1:] if b":" in t and not t.startswith(b"qid:")]
+
+
+def _svmlight_source(path: PathLike):
+    """What the svmlight reader gets: the path, or the decompressed bytes without a UTF-8
+    byte-order mark when the file starts with one (as ``utf-8-sig`` reads it)."""
+    opener = _COMPRESSION.get(Path(path).suffix.lower(), open)
+    with opener(os.fspath(path), "rb") as handle:
+        start = handle.read(len(_UTF8_BOM))
+        if start != _UTF8_BOM:
+            return os.fspath(path)
+        return handle.read()
+
+
+def _svmlight_data(path: PathLike, source) -> bytes:
+    if isinstance(source, bytes):
+        return source
+    opener = _COMPRESSION.get(Path(path).suffix.lower(), open)
+    with opener(os.fspath(path), "rb") as handle:
+        return handle.read()
+
+
+@_names_unreadable_files
 def load_svmlight(path: PathLike, n_features: Optional[int] = None, zero_based: Union[bool, str] = "auto"):
     """Read a file in svmlight / libsvm format (``label index:value ...``).
 
@@ -398,11 +458,34 @@ def load_svmlight(path: PathLike, n_features: Optional[int] = None, zero_based: 
     """
     from sklearn.datasets import load_svmlight_file
 
+    name = os.fspath(path)
+    source = _svmlight_source(path)
     try:
-        X, y = load_svmlight_file(os.fspath(path), n_features=n_features, dtype=np.float64,
-                                  zero_based=zero_based)
+        X, y = load_svmlight_file(io.BytesIO(source) if isinstance(source, bytes) else source,
+                                  n_features=n_features, dtype=np.float64, zero_based=zero_based)
+    except OverflowError as exc:  # an index beyond int32
+        for number, indices in _svmlight_lines(_svmlight_data(path, source)):
+            for index in indices:
+                if index.isdigit() and int(index) > _SVMLIGHT_LARGEST_INDEX:
+                    raise ValueError(f"{name}: line {number}: feature index {index.decode()} is beyond the "
+                                     f"largest the svmlight reader takes ({_SVMLIGHT_LARGEST_INDEX})") from exc
+        raise ValueError(f"{name}: not a valid svmlight file: {exc}") from exc
     except ValueError as exc:
-        raise ValueError(f"{os.fspath(path)}: not a valid svmlight file: {exc}") from exc
+        raise ValueError(f"{name}: not a valid svmlight file: {exc}") from exc
+    n_samples, width = X.shape
+    if n_samples * width > max(_SVMLIGHT_DENSE_FREE, _SVMLIGHT_CELLS_PER_VALUE * max(X.nnz, n_samples)):
+        largest = int(X.indices.max()) if X.nnz else -1
+        if n_features is not None and largest + 1 < n_features:
+            where = f"n_features={n_features}"
+        else:  # the data line of the largest index, and that index as written
+            row = int(np.searchsorted(X.indptr, int(np.argmax(X.indices)), side="right")) - 1
+            number, indices = list(_svmlight_lines(_svmlight_data(path, source)))[row]
+            where = f"line {number}: feature index {max(int(i) for i in indices if i.isdigit())}"
+        raise ValueError(
+            f"{name}: {where} makes a dense X of {n_samples} × {width} ({n_samples * width * 8 / 2**30:.3g} GiB) "
+            f"from {X.nnz} stored values; the estimators need dense features: renumber the features "
+            "(or select them) so that they are fewer"
+        )
     return np.ascontiguousarray(X.toarray(), dtype=np.float64), _tidy_labels(y)
 
 
@@ -443,6 +526,8 @@ def _cell_problem(field: str) -> Optional[str]:
         if np.isfinite(float(field)):
             return None
         return f"{field!r} is not a finite number; NaN and infinity are not allowed"
+    if "_" in field:  # Python's float() and complex() take 1_000; numpy.loadtxt does not
+        return f"{field!r} is not a plain decimal number; digit separators '_' are not allowed"
     try:
         complex(field)
     except ValueError:
@@ -489,6 +574,7 @@ def _table_error(name: str, delimiter, skip: int, comments: str, label_index: in
     return ValueError(f"{name}: {problem}")
 
 
+@_names_unreadable_files
 def load_csv(
     path: PathLike,
     label_column: int = -1,
@@ -594,7 +680,7 @@ def load_csv(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # "input contained no data": raised below
             table = np.loadtxt(name, dtype=np.float64, delimiter=delimiter, skiprows=skip_header,
-                               comments=comments, ndmin=2, quotechar='"', encoding="utf-8",
+                               comments=comments, ndmin=2, quotechar='"', encoding="utf-8-sig",
                                converters={label_index: keep_label})
     except ValueError as exc:
         raise _table_error(name, delimiter, skip_header, comments, label_index, header_hint, exc) from exc
@@ -605,6 +691,7 @@ def load_csv(
     return np.ascontiguousarray(X), _tidy_labels(np.array(labels))
 
 
+@_names_unreadable_files
 def load_npz(path: PathLike):
     """Read ``X`` and ``y`` from a NumPy ``.npz`` archive (as written by ``np.savez``).
 
@@ -652,8 +739,16 @@ def load_npz(path: PathLike):
                 f"arrays 'X' (n_samples x n_features) and 'y' (n_samples); found: "
                 f"{', '.join(archive.files) or 'no arrays'}"
             )
-        X = archive["X"]
-        y = archive["y"]
+        arrays = {}
+        for key in ("X", "y"):
+            try:
+                arrays[key] = archive[key]
+            except ValueError as exc:  # "Object arrays cannot be loaded when allow_pickle=False"
+                raise ValueError(f"{name}: {key!r} is an array of Python objects, which is not loaded "
+                                 f"(it would need pickle); store numbers (or strings for y): {exc}") from exc
+        X, y = arrays["X"], arrays["y"]
+    if np.iscomplexobj(X):  # as load_csv: float64 would drop the imaginary parts
+        raise ValueError(f"{name}: 'X' holds complex numbers; the features must be real")
     try:
         X = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -676,10 +771,11 @@ _SVMLIGHT_TOKEN = re.compile(r"^(qid:\S+|\d+:\S+)$")
 
 
 def _open_text(path: PathLike):
+    # utf-8-sig: a leading byte-order mark (as some editors and spreadsheets write) is dropped.
     opener = _COMPRESSION.get(Path(path).suffix.lower())
     if opener is not None:
-        return opener(os.fspath(path), "rt", encoding="utf-8")
-    return open(os.fspath(path), encoding="utf-8")
+        return opener(os.fspath(path), "rt", encoding="utf-8-sig")
+    return open(os.fspath(path), encoding="utf-8-sig")
 
 
 def _looks_like_svmlight(path: PathLike, max_lines: int = 50) -> bool:
@@ -694,6 +790,7 @@ def _looks_like_svmlight(path: PathLike, max_lines: int = 50) -> bool:
     return False
 
 
+@_names_unreadable_files
 def load_file(path: PathLike, **kwargs):
     """Read a data file, choosing the loader by its extension.
 

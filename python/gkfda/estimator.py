@@ -31,10 +31,11 @@ from ._kernels import (
 from ._dask import is_dask_input, prepare_dask_training
 from ._factor import DEFAULT_FACTOR_RANK, POOLS, SOLVERS
 from ._progress import progress_bar
-from ._training import prepare_training
+from ._training import more_than_samples_message, prepare_training, short_selection_message
 from ._model import compacted, fit_discriminant, one_blas_thread
 from .bounds import FeatureMoments, GeneralisationBound, _check_delta, _check_radius, _check_variant, fisher_discriminant_bound
 from ._validation import check_full_state, check_scored_samples, checked_priors, thread_count
+from ._atomic import fits_atomically
 
 DTYPES = ("float64", "float32")
 #: ``deflation``'s default, chosen on the study's evidence (docs/defaults.md); ``GreedyNystroem``'s
@@ -138,7 +139,9 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         kernel is always dense.
     factor_rank : int, default=1000
         ``p``, the rank of the Nyström factor of ``rbf`` and ``poly`` kernels (at most
-        ``n_samples``): the number of pool points whose kernel columns span ``Φ``.
+        ``n_samples``): the number of pool points whose kernel columns span ``Φ``. A factor
+        of rank ``p`` holds at most ``p`` bases: the default rises to ``k`` when ``k`` is
+        larger, and any other ``factor_rank`` below ``k`` is a ValueError.
     factor_pool : {"rpcholesky", "greedy", "uniform"}, default="rpcholesky"
         How the factor's pool is chosen, on a uniform subsample of ``8 · factor_rank``
         points (at least 10,000): randomly pivoted Cholesky (pivots drawn in proportion to
@@ -313,6 +316,7 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
 
     # -- fit --------------------------------------------------------------------------
 
+    @fits_atomically
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Choose the bases and train the discriminant(s).
@@ -343,6 +347,8 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         self.classes_, self.priors_, self.solver_, self._gamma = problem.classes, problem.priors, problem.solver, problem.gamma
         problems, by_class, threads = problem.problems, problem.by_class, problem.threads
         selections = self._select(problem, rng)
+        linear = problem.core_name == "linear"
+        factor_rank = None if problem.factor is None or linear else int(problem.factor.shape[1])
         problem.factor = None  # Φ (m × p) is read by the selection only: let it go
         columns = problem.columns([support for support, _, _ in selections], self.kernel)
         diagonal = problem.diagonal()
@@ -360,8 +366,14 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
                 "explained (a kernel nearly constant over the data); the model predicts the "
                 "most probable class for every point. Use a larger gamma or scale the features.",
                 UserWarning,
-                stacklevel=2,
+                stacklevel=4,  # fit, scikit-learn's and fits_atomically's wrappers, the caller
             )
+        features = self.n_features_in_ if linear else None
+        for c, (support, _, _) in enumerate(selections):
+            if 0 < len(support) < problem.k:
+                which = "" if len(selections) == 1 else f"class {self.classes_.tolist()[c]!r} against the rest: "
+                warnings.warn(which + short_selection_message(len(support), problem.k, features, factor_rank),
+                              UserWarning, stacklevel=4)
         # What the generalisation bound needs of the training set (two classes only).
         self._feature_moments = None
         if len(self.classes_) == 2:
@@ -419,11 +431,7 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
             return min(m, DEFAULT_K_PER_PROBLEM if per_problem else DEFAULT_K_PER_CLASS * n_classes)
         k = int(self.k)
         if k > m:
-            warnings.warn(
-                f"k={k} is larger than the number of training samples ({m}): {m} bases are used.",
-                UserWarning,
-                stacklevel=4,
-            )
+            warnings.warn(more_than_samples_message("k", k, m), UserWarning, stacklevel=6)
             return m
         return k
 

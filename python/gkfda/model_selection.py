@@ -24,8 +24,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._kernels import _default_gamma, uses_gamma, validate_input
 from ._factor import DEFAULT_FACTOR_RANK
+from ._training import factor_rank_for
 from ._validation import encoded_classes
 from .estimator import GreedyKFDA
+from ._atomic import fits_atomically
 
 #: The range of the default gamma grid, as powers of 2 times the data's scale.
 GAMMA_EXPONENTS = (-7.0, -1.0)
@@ -299,13 +301,14 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
                 f"max_k={self.max_k} is more than the smallest training fold ({smallest} "
                 f"samples); using max_k={smallest}",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=5,  # _k_ceiling, fit, scikit-learn's and fits_atomically's wrappers, the caller
             )
             return smallest
         return int(self.max_k)
 
     # -- fit --------------------------------------------------------------------------
 
+    @fits_atomically
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, groups=None):
         """Score every ``(gamma, k, reg)`` by cross-validation and refit the best.
@@ -328,6 +331,8 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
         regs = self._reg_grid()
         splits = self._check_splits(X, y, groups)
         max_k = self._k_ceiling(splits)
+        if self.solver == "factored" and self.kernel != "linear":
+            factor_rank_for(self.factor_rank, max_k, "max_k")  # each fold fits max_k bases on the factor
         base = self._base_estimator()
         scorer = None if self.scoring in _PATH_SCORINGS else check_scoring(base, self.scoring)
 

@@ -31,6 +31,7 @@ from ._kernels import (
     kernel_parameters, precomputed_columns, precomputed_training_kernel, resolve_gamma, validate_input,
 )
 from .estimator import ovr_probabilities
+from ._atomic import fits_atomically
 
 #: A coefficient below this fraction of the largest is dropped from the MM solve for good.
 #: Its ridge multiplier ``|ω|^{q-2}`` is then above ``10^{12(2-q)}`` times the largest one's,
@@ -482,6 +483,7 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
             )
         return init
 
+    @fits_atomically
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit the sparse discriminant(s) by majorize–minimize.

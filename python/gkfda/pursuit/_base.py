@@ -30,7 +30,13 @@ from .._kernels import (
     resolve_gamma,
 )
 from .._factor import POOLS, SOLVERS
-from .._training import checked_training_factor, dense_training_kernel, solver_for
+from .._training import (
+    checked_training_factor,
+    dense_training_kernel,
+    more_than_samples_message,
+    short_selection_message,
+    solver_for,
+)
 from .._validation import thread_count
 
 
@@ -205,12 +211,13 @@ class _KernelPursuit(BaseEstimator):
         """``solver`` for a fit of ``m`` samples and ``k`` picks, by GreedyKFDA's rule."""
         return solver_for(self.solver, self.kernel, self._core_kernel(), m, k, 1, self._dtype())
 
-    def _training_factor(self, X, k):
+    def _training_factor(self, X, k, k_name="k"):
         """``Φ`` with ``ΦΦ'`` the training kernel of ``X``, as GreedyKFDA's (in the engine's
         dtype); first ``gamma``, and the check that the factor and ``k`` picks fit in memory."""
         self._gamma = self._resolve_gamma(X)
         return checked_training_factor(X, self._core_kernel(), self._kernel_params(), self._dtype(), self._threads(),
-                                       k, 1, self.factor_rank, self.factor_pool, check_random_state(self.random_state))
+                                       k, 1, self.factor_rank, self.factor_pool, check_random_state(self.random_state),
+                                       k_name=k_name)
 
     def _points(self, X, indices):
         """The training points ``X[indices]`` a model keeps: none of a precomputed kernel,
@@ -238,22 +245,18 @@ class _KernelPursuit(BaseEstimator):
     def _resolved_count(self, name, value, m):
         """``value`` bases, at most ``m`` (lowered with a warning, so a grid works on small folds)."""
         if value > m:
-            warnings.warn(
-                f"{name}={value} is larger than the number of training samples ({m}): {m} bases are used.",
-                UserWarning,
-                stacklevel=4,
-            )
+            warnings.warn(more_than_samples_message(name, value, m), UserWarning, stacklevel=5)
             return m
         return int(value)
 
-    def _warn_if_short(self, stopped_early, chosen, wanted):
-        if stopped_early:
-            warnings.warn(
-                f"the selection stopped after {chosen} of {wanted} bases: every other training point "
-                "is numerically in the span of those chosen. Use a larger gamma or fewer bases.",
-                UserWarning,
-                stacklevel=4,
-            )
+    def _warn_if_short(self, chosen, wanted, factor=None):
+        """Warn when the selection chose fewer than ``wanted`` points, saying why; ``factor``:
+        the ``Φ`` of a factored fit, whose rank bounds it."""
+        if chosen < wanted:
+            linear = self._core_kernel() == "linear"
+            features = self.n_features_in_ if linear else None
+            factor_rank = None if factor is None or linear else int(factor.shape[1])
+            warnings.warn(short_selection_message(chosen, wanted, features, factor_rank), UserWarning, stacklevel=5)
 
     def _check_training_rows(self, n, argument="X"):
         if n != self.n_samples_fit_:

@@ -18,6 +18,7 @@ from .._kernels import (
     _Number,
     validate_input,
 )
+from .._atomic import fits_atomically
 from .._validation import (
     check_full_state,
 )
@@ -146,6 +147,7 @@ class SparseKernelCCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Kernel
             raise ValueError(f"y: has {y.shape[1]} features, but SparseKernelCCA is expecting {self.n_features_y_}")
         return y
 
+    @fits_atomically
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Choose the paired points and fit the CCA.
@@ -185,11 +187,11 @@ class SparseKernelCCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Kernel
                     f"{self._blamed(zero[0])}: the kernel matrix of the training set is zero: no pair can be chosen"
                 )
             raise ValueError("X, y: no training pair has a nonzero kernel column in both views: no pair can be chosen")
-        self._warn_if_short(stopped_early, len(indices), k)
+        self._warn_if_short(len(indices), k)
         n_components = min(int(self.n_components), len(indices))
         if n_components < self.n_components:
             warnings.warn(f"n_components={self.n_components} is more than the {len(indices)} points chosen: "
-                          f"{n_components} canonical directions are used.", UserWarning, stacklevel=3)
+                          f"{n_components} canonical directions are used.", UserWarning, stacklevel=4)
         self._x_factor = _cholesky(Kx[np.ix_(indices, indices)], self._blamed("X"))
         self._y_factor = _cholesky(Ky[np.ix_(indices, indices)], self._blamed("y"))
         Zx = _features(self._x_factor, Kx[:, indices])

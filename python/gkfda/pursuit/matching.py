@@ -16,6 +16,7 @@ from .._kernels import (
 )
 from .._factor import DEFAULT_FACTOR_RANK
 from .._validation import check_full_state, check_scored_samples
+from .._atomic import fits_atomically
 
 from ._base import (
     _KernelPursuit,
@@ -71,7 +72,8 @@ class KernelMatchingPursuit(RegressorMixin, _KernelPursuit):
         dense, and ``factored`` with them is a ValueError.
     factor_rank : int, default=1000
         ``p``, the rank of the Nyström factor of ``rbf`` and ``poly`` kernels (at most
-        ``n_samples``).
+        ``n_samples``): the default rises to the number of bases asked
+        for when it is larger, any other value below it is a ValueError.
     factor_pool : {"rpcholesky", "greedy", "uniform"}, default="rpcholesky"
         How the factor's pool of ``factor_rank`` points is chosen, as :class:`GreedyKFDA`'s.
     random_state : int, RandomState instance or None, default=None
@@ -136,6 +138,7 @@ class KernelMatchingPursuit(RegressorMixin, _KernelPursuit):
         self.factor_pool = factor_pool
         self.random_state = random_state
 
+    @fits_atomically
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Choose ``k`` columns and fit the least squares on them.
@@ -158,6 +161,7 @@ class KernelMatchingPursuit(RegressorMixin, _KernelPursuit):
         k = self._resolved_count("k", self.k, m)
         self.solver_ = self._resolved_solver(m, k)
         target = y - y.mean() if self.fit_intercept else y
+        factor = None
         if self.solver_ == "dense":
             K = self._training_kernel(X, k)
             indices, scores, stopped_early = _select(
@@ -171,7 +175,7 @@ class KernelMatchingPursuit(RegressorMixin, _KernelPursuit):
                 factor=factor,
             )
             columns = self._cross(X, indices, X[indices])  # exact, m × k
-        self._warn_if_short(stopped_early, len(indices), k)
+        self._warn_if_short(len(indices), k, factor)
         if self.fit_intercept:
             means, mean_y = columns.mean(axis=0), y.mean()
             coef = np.linalg.lstsq(columns - means, y - mean_y, rcond=None)[0]

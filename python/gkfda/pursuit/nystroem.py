@@ -19,6 +19,7 @@ from .._kernels import (
 )
 from .._factor import DEFAULT_FACTOR_RANK
 from ..estimator import DEFAULT_DEFLATION
+from .._atomic import fits_atomically
 from .._validation import (
     encoded_classes,
 )
@@ -156,6 +157,7 @@ class GreedyNystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _KernelP
         self.factor_rank = factor_rank
         self.factor_pool = factor_pool
 
+    @fits_atomically
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Choose the landmarks of ``X`` (the training kernel when ``kernel="precomputed"``):
@@ -202,7 +204,7 @@ class GreedyNystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _KernelP
             if self.solver_ == "dense":
                 K = self._training_kernel(X, k)
             else:
-                factor = self._training_factor(X, k)
+                factor = self._training_factor(X, k, "n_components")
             dtype = (K if factor is None else factor).dtype
             if criterion == "pca":
                 indices, _, stopped_early = _select("pca", K, k, self._threads(), factor=factor)
@@ -217,7 +219,7 @@ class GreedyNystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _KernelP
                     K, labels, k, criterion=criterion, deflation=deflation, n_threads=self._threads(), factor=factor
                 )
                 indices = np.asarray(indices, dtype=np.int64)
-        self._warn_if_short(stopped_early, len(indices), k)
+        self._warn_if_short(len(indices), k, factor)
         # As Nystroem's, even precomputed: the landmarks' rows of X (of the kernel, then).
         self.components_ = np.array(X[indices])
         self.component_indices_ = indices

@@ -18,6 +18,7 @@ from .._kernels import (
     validate_input,
 )
 from .._factor import DEFAULT_FACTOR_RANK
+from .._atomic import fits_atomically
 from .._validation import (
     check_full_state,
 )
@@ -115,6 +116,7 @@ class SparseKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Kernel
         self.factor_pool = factor_pool
         self.random_state = random_state
 
+    @fits_atomically
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Choose the points and the features' rotation of ``X`` (the training kernel when
@@ -128,17 +130,18 @@ class SparseKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Kernel
         m = X.shape[0]
         k = self._resolved_count("n_components", self.n_components, m)
         self.solver_ = self._resolved_solver(m, k)
+        factor = None
         if self.solver_ == "dense":
             K = self._training_kernel(X, k)
             indices, scores, stopped_early = _select("pca", K, k, self._threads())
             diagonal = np.diagonal(K).astype(np.float64)
         else:
-            factor = self._training_factor(X, k)
+            factor = self._training_factor(X, k, "n_components")
             indices, scores, stopped_early = _select("pca", None, k, self._threads(), factor=factor)
             diagonal = self._self_kernel(X)
         if len(indices) == 0:  # every diagonal entry, so (PSD) every entry, is 0
             raise ValueError(f"{self._blamed()}: the kernel matrix of the training set is zero: no point can be chosen")
-        self._warn_if_short(stopped_early, len(indices), k)
+        self._warn_if_short(len(indices), k, factor)
         if self.solver_ == "dense":
             columns = np.asarray(K[:, indices], dtype=np.float64)
         else:  # the exact kernel columns of the chosen points (m × k, never m×m)
