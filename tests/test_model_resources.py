@@ -106,6 +106,10 @@ def _crafted(binary):
     lists = "[" + ",".join(["[]"] * 1_500_000) + "]"
     files["many-lists"] = (_file(tensors, None, _with_placeholder(
         metadata, ("state", "feature_names_in_"), lists)), "the metadata")
+    # A million short strings: a few bytes of text each, some sixty of Python objects.
+    strings = json.dumps([str(i % 100) for i in range(1_000_000)])
+    files["many-strings"] = (_file(tensors, None, _with_placeholder(
+        metadata, ("state", "feature_names_in_"), strings)), "the metadata")
     # A header of 100,000 empty tensors (a valid layout: each takes no byte).
     data = _file(tensors, metadata)
     (size,) = struct.unpack("<Q", data[:8])

@@ -64,6 +64,10 @@ class _Budget:
             raise _Invalid(f"{what}: its JSON would make about {_mib(nbytes)} of Python objects, more than a "
                            f"file of {self.size} bytes may (32 MiB and the file's size)")
 
+    def restart_json(self, kept):
+        """The JSON allowance again, but for ``kept`` bytes of objects still alive."""
+        self.json = JSON_ALLOWANCE + self.size - kept
+
     def charge_copies(self, nbytes, where):
         self.copies -= nbytes
         if self.copies < 0:

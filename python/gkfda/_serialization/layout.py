@@ -98,6 +98,9 @@ def _read_stream(file, size):
     digest.update(raw)
     header = _parse_json(raw, "the header", budget)
     del raw
+    # What the header keeps once parsed is its table and the metadata's text, measured next:
+    # the rest of the header's objects are gone.
+    budget.restart_json(2 * header_size)
     if not isinstance(header, dict):
         raise _Invalid("the header: must be a JSON object")
     extra = header.pop("__metadata__", None)
@@ -165,9 +168,10 @@ def _check_layout(header):
 
 # A JSON string once its escaped backslashes and quotes are gone (see _unescaped).
 _STRING = re.compile(r'"[^"]*"')
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
-_EMPTY_PAIR = re.compile(r"\[\]|\{\}")
-# What the path to a value is made of: keys, and the brackets around it.
+# Every byte but the four brackets, deleted to leave the nesting (bytes.translate: no objects).
+_NOT_BRACKETS = bytes(set(range(256)) - set(b"[]{}"))
+_EMPTY_PAIR = re.compile(rb"\[\]|\{\}")
+# What the path to a value is made of: keys (once escapes are gone), and brackets.
 _PATH_TOKEN = re.compile(r'"([^"]*)"(\s*:)?|[\[\]{}]')
 # The keys and brackets read to name the field nested too deeply (about a second's worth).
 _PATH_TOKENS = 200_000
@@ -185,17 +189,22 @@ def _unescaped(text):
 def _measure(text, what, budget):
     """Refuse JSON ``text`` nested deeper than ``_JSON_DEPTH`` (naming the field) or whose
     Python objects would exceed ``budget``, without parsing it."""
-    bare = _STRING.sub('""', _unescaped(text))  # brackets and commas inside strings are not structure
-    values = bare.count(",") + bare.count(":") + bare.count("[") + bare.count("{") + 1
+    plain = _unescaped(text)
+    strings = plain.count('"') // 2
     # A string of one character beyond Latin-1 takes 2 or 4 bytes a character.
     width = 1 if text.isascii() and "\\u" not in text else 4
-    budget.charge_json(_BYTES_PER_VALUE * values + 2 * width * len(text), what)
-    brackets = _NOT_BRACKET.sub("", bare)
+    # The strings first: taking them out below makes an object or two of each.
+    budget.charge_json(_BYTES_PER_VALUE // 2 * strings + 2 * width * len(text), what)
+    bare = _STRING.sub('""', plain)  # separators and brackets inside strings are not structure
+    del plain
+    values = sum(map(bare.count, (",", ":", "[", "{"))) + 1
+    budget.charge_json(max(_BYTES_PER_VALUE * values - _BYTES_PER_VALUE // 2 * strings, 0), what)
+    brackets = bare.encode().translate(None, _NOT_BRACKETS)  # bytes.translate: no object per value
     del bare
     for _ in range(_JSON_DEPTH):
         if not brackets:
             return
-        brackets = _EMPTY_PAIR.sub("", brackets)
+        brackets = _EMPTY_PAIR.sub(b"", brackets)
     if brackets:
         _refuse_depth(text, what)
 
