@@ -198,6 +198,53 @@ def kernel_overflow_message(argument, dtype) -> str:
             + (" or use dtype='float64'" if dtype == np.float32 else ""))
 
 
+def finite_outputs(values, argument="X"):
+    """``values``, a model's outputs for the rows of ``argument`` (whose kernel values are
+    finite), or a ValueError blaming the model when one is not finite: a model whose
+    coefficients are huge (a crafted or damaged file) overflows on ordinary inputs."""
+    finite = np.isfinite(values)
+    if not finite.all():
+        rows = finite.reshape(len(values), -1).all(axis=1)
+        _refuse_outputs(int(np.flatnonzero(~rows)[0]), argument)
+    return values
+
+
+def _refuse_outputs(row, argument):
+    raise ValueError(
+        f"{argument}: row {row}: the model's outputs overflow float64 though its kernel values are finite: "
+        "the model's coefficients are too large"
+    )
+
+
+# Rows of kernel values computed at a time when an expansion's overflow is traced to its cause.
+_TRACED_ROWS = 1024
+
+
+def kernel_expansion(X, points, weights, bias, *, kernel, gamma, degree, coef0, link="identity", n_threads=1,
+                     argument="X"):
+    """The core's ``Σ_j weights[j] κ(x, points_j) + bias`` (or with ``link`` the class
+    probabilities) of the finite rows of ``X``. The core refuses outputs that are not finite
+    as an overflow of ``X``'s kernel values; where those are finite the model's outputs are
+    blamed instead."""
+    try:
+        return _core.kernel_expansion(X, points, weights, bias, kernel=kernel, gamma=gamma, degree=degree,
+                                      coef0=coef0, link=link, n_threads=n_threads)
+    except ValueError as error:
+        if "overflow" not in str(error) or not np.isfinite(X).all():
+            raise
+        for start in range(0, len(X), _TRACED_ROWS):
+            K = _core.kernel_matrix(X[start : start + _TRACED_ROWS], points, kernel=kernel, gamma=gamma,
+                                    degree=degree, coef0=float(coef0), n_threads=n_threads)
+            if not np.isfinite(K).all():
+                raise  # the kernel values overflow: the core's message says so
+            with np.errstate(all="ignore"):
+                values = np.asarray(K, dtype=np.float64) @ weights + bias
+            rows = np.isfinite(values).all(axis=1)
+            if not rows.all():
+                _refuse_outputs(start + int(np.flatnonzero(~rows)[0]), argument)
+        raise
+
+
 def _check_callable_output(K, shape):
     """A callable kernel's output as a float64 array, checked of ``shape`` and finite."""
     if sparse.issparse(K):  # densified, as SVC does with a callable kernel's output

@@ -23,7 +23,9 @@ from ._kernels import (
     _Number,
     KERNEL_CONSTRAINTS,
     core_kernel,
+    finite_outputs,
     kernel_between,
+    kernel_expansion,
     kernel_parameters,
     precomputed_columns,
     validate_input,
@@ -554,7 +556,7 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
             # given: the thread count (a system call) is looked up only for larger inputs.
             threads = 1 if X_ready.shape[0] <= _ONE_THREAD_ROWS else thread_count(self.n_jobs)
             try:
-                return _core.kernel_expansion(
+                return kernel_expansion(
                     X_ready, self._union_points, self._expansion_weights, self._expansion_bias,
                     **self._kernel_params(), link=self._link() if probabilities else "identity",
                     n_threads=threads,
@@ -564,7 +566,8 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
                     self._validate_X(X, reset=False)  # raises scikit-learn's message
                 raise
         kernel = np.asarray(self._cross_kernel(self._validate_X(X, reset=False), self._union_support), np.float64)
-        outputs = kernel @ self._expansion_weights + self._expansion_bias
+        with np.errstate(over="ignore", invalid="ignore"):
+            outputs = finite_outputs(kernel @ self._expansion_weights + self._expansion_bias)
         return self._probabilities(outputs) if probabilities else outputs
 
     def _prediction_input(self, X):
@@ -647,7 +650,8 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         One-vs-rest, the features of the classes' models are concatenated.
         """
         kernels = self._kernel_to_supports(X)
-        return np.hstack([model.transform(kernel) for model, kernel in zip(self._models, kernels)])
+        with np.errstate(over="ignore", invalid="ignore"):
+            return finite_outputs(np.hstack([model.transform(kernel) for model, kernel in zip(self._models, kernels)]))
 
     # -- the sparsity path ------------------------------------------------------------
 

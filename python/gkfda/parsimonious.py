@@ -27,8 +27,8 @@ from . import _core, _validation
 from ._model import _SCORE_SHRINKAGE, _smoothed_targets, one_blas_thread
 from ._validation import check_scored_samples, checked_priors, encoded_classes, thread_count
 from ._kernels import (
-    _LARGEST_THREADS, KERNEL_CONSTRAINTS, _count, _Number, check_kernel_arguments, core_kernel, kernel_between,
-    kernel_parameters, precomputed_columns, precomputed_training_kernel, resolve_gamma, validate_input,
+    _LARGEST_THREADS, KERNEL_CONSTRAINTS, _count, _Number, check_kernel_arguments, core_kernel, finite_outputs,
+    kernel_between, kernel_expansion, kernel_parameters, precomputed_columns, precomputed_training_kernel, resolve_gamma, validate_input,
 )
 from .estimator import ovr_probabilities
 from ._atomic import fits_atomically
@@ -643,12 +643,13 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
         if not len(self._union):
             values = np.broadcast_to(self._bias, (len(X), len(self._bias))).copy()
         elif core_kernel(self.kernel, self.degree) is not None:
-            values = _core.kernel_expansion(
+            values = kernel_expansion(
                 np.ascontiguousarray(X), self._union_points, self._weights, self._bias,
                 kernel=core_kernel(self.kernel, self.degree), **self._kernel_params(), n_threads=threads,
             )
         else:
-            values = self._cross_kernel(X, threads) @ self._weights + self._bias
+            with np.errstate(over="ignore", invalid="ignore"):
+                values = finite_outputs(self._cross_kernel(X, threads) @ self._weights + self._bias)
         return values[:, 0] if len(self.classes_) == 2 else values
 
     def decision_function(self, X):
@@ -656,7 +657,10 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
         of each class against the rest, shape ``(n_samples, n_classes)``. Its sign (two
         classes) or argmax gives ``predict``."""
         values = self.discriminant(X)
-        return self._slope * values + self._offset if values.ndim == 2 else self._slope[0] * values + self._offset[0]
+        with np.errstate(over="ignore", invalid="ignore"):
+            return finite_outputs(
+                self._slope * values + self._offset if values.ndim == 2 else self._slope[0] * values + self._offset[0]
+            )
 
     def predict(self, X):
         """Class labels: the argmax of :meth:`predict_proba` (see the class's Notes)."""

@@ -31,6 +31,15 @@ _LARGEST_DEGREE = np.iinfo(np.int32).max
 _KINDS = {"i": "int", "u": "int", "f": "float", "b": "bool", "U": "str", "O": "str"}
 # Deeper JSON than any state gkfda writes: a bound on the decoder's recursion.
 _LARGEST_DEPTH = 16
+# The deepest metadata (or header) a reader parses: twice what gkfda writes (a search's
+# refitted model's state is the deepest, about 10), checked before json.loads recurses.
+_JSON_DEPTH = 32
+#: What loading may build beyond one copy of the file's tensors: the Python objects of the
+#: JSON, and the copies and string arrays the state makes, each this many bytes plus the
+#: file's size. With the tensors and the checks' temporaries (each at most a tensor's size),
+#: loading a file of ``n`` bytes stays within ``4 n + 64 MiB``.
+JSON_ALLOWANCE = 32 * 2**20
+COPY_ALLOWANCE = 16 * 2**20
 # What scikit-learn's set_output leaves on a transformer; prediction (transform) reads it.
 # Kept where the estimator has them; absent from files written before they existed.
 _OPTIONAL = ("feature_names_in_", "_sklearn_output_config", "solver_")
@@ -38,6 +47,37 @@ _OPTIONAL = ("feature_names_in_", "_sklearn_output_config", "solver_")
 
 class _Invalid(Exception):
     """A fault in the file; :func:`load` reports it as a ValueError after the path."""
+
+
+class _Budget:
+    """What loading a file of ``size`` bytes may build beside its tensors, charged before
+    it is built."""
+
+    def __init__(self, size):
+        self.size = size
+        self.json = JSON_ALLOWANCE + size
+        self.copies = COPY_ALLOWANCE + size
+
+    def charge_json(self, nbytes, what):
+        self.json -= nbytes
+        if self.json < 0:
+            raise _Invalid(f"{what}: its JSON would make about {_mib(nbytes)} of Python objects, more than a "
+                           f"file of {self.size} bytes may (32 MiB and the file's size)")
+
+    def restart_json(self, kept):
+        """The JSON allowance again, but for ``kept`` bytes of objects still alive."""
+        self.json = JSON_ALLOWANCE + self.size - kept
+
+    def charge_copies(self, nbytes, where):
+        self.copies -= nbytes
+        if self.copies < 0:
+            raise _Invalid(f"{where}: would take {_mib(nbytes)} beyond the tensors, more than a file of "
+                           f"{self.size} bytes may build (16 MiB and the file's size, for all its copies and "
+                           "string arrays)")
+
+
+def _mib(nbytes):
+    return f"{nbytes / 2**20:.1f} MiB"
 
 
 def _plain(value):

@@ -25,9 +25,9 @@ from ._common import (
     _member,
     _plain,
 )
-from .layout import _read
+from .layout import _read_path
 from .specs import _SPECS
-from .state import _Decoder, _check_search_state
+from .state import _Decoder, _check_priors, _check_search_state
 
 
 # -- loading --------------------------------------------------------------------------
@@ -39,8 +39,12 @@ def load(path):
     Nothing in the file is run: its header (at most 16 MiB) and metadata are parsed as JSON
     and checked field by field, objects are built only from gkfda's own types, and every
     tensor's dtype, shape and values (finite; indices in range) are checked against the
-    metadata and each other. Any fault is a ``ValueError`` whose message starts with
-    ``path``; a file that cannot be opened raises the ``OSError`` of ``open``.
+    metadata and each other. What it builds is bounded by the file: its JSON is measured
+    before it is parsed, and the state's copies and string arrays are counted, so that
+    loading a file of ``n`` bytes takes at most ``4 n + 64 MiB``. Only a regular file is
+    read, and exactly the bytes its header describes. Any fault is a ``ValueError`` whose
+    message starts with ``path``; a file that cannot be opened raises the ``OSError`` of
+    ``open``.
 
     Examples
     --------
@@ -69,21 +73,18 @@ def load(path):
     ...
     ValueError: bound_path: this SparseKernelPCA was loaded from a lean model file, ...
     """
-    with open(path, "rb") as file:
-        data = file.read()
     try:
-        return _load(data)
+        return _load(*_read_path(path))
     except _Invalid as error:
         raise ValueError(f"{os.fspath(path)}: {error}") from None
 
 
-def _load(data):
-    tensors, metadata = _read(data)
+def _load(tensors, metadata, budget):
     meta = _checked_metadata(metadata)
     spec = _SPECS[meta["estimator"]]
-    predictor = _checked_predictor(meta, tensors)
+    predictor = _checked_predictor(meta, tensors, budget)
     lean = meta["lean"]
-    decoder = _Decoder(tensors)
+    decoder = _Decoder(tensors, budget)
     if spec.cls is GreedyKFDACV:
         state = _checked_keys(meta["state"], "state", spec.lean if lean else spec.full)
         nested = _nested_estimator(state.pop("best_estimator_"))
@@ -92,6 +93,8 @@ def _load(data):
         best = _build(_SPECS["GreedyKFDA"], best_params, nested["state"], decoder, predictor, lean,
                       "state.best_estimator_.state")
         params = _checked_params(GreedyKFDACV, meta["params"], "params")
+        if params.get("priors") is not None:
+            _check_priors(params["priors"], len(predictor["classes"]), "params.priors")
         for name in ("kernel", "degree", "coef0", "dtype", "multiclass", "criterion", "deflation", "stages", "solver",
                      "factor_rank", "factor_pool"):
             if params[name] != best_params[name]:
@@ -206,6 +209,8 @@ def _depth(value):
 
 
 def _check_params_agree(params, predictor, where):
+    if params.get("priors") is not None and predictor["task"] == "classifier":
+        _check_priors(params["priors"], len(predictor["classes"]), f"{where}.priors")
     if "kernel" in params:  # as the estimator resolves them: aliases, None for the kernel's default
         resolved = {"kernel": canonical_kernel(params["kernel"]), **kernel_parameters(SimpleNamespace(**params), None)}
         for name in ("kernel", "degree", "coef0"):
@@ -232,7 +237,7 @@ _PREDICTORS = {
 }
 
 
-def _checked_predictor(meta, tensors):
+def _checked_predictor(meta, tensors, budget):
     """The predictor's metadata checked, with ``"tensors"``: the names of its tensors."""
     predictor = meta["predictor"]
     if set(predictor) != set(_PREDICTOR_KEYS):
@@ -289,20 +294,24 @@ def _checked_predictor(meta, tensors):
             raise _Invalid("tensor predict.lower: not lower triangular with a positive diagonal")
     link, classes = predictor["link"], predictor["classes"]
     if task == "classifier":
-        predictor["classes"] = _checked_classes(classes)
-        n_classes = len(predictor["classes"])
+        # The labels' number is checked against the outputs (which the tensors hold) before
+        # any label is converted: a long list of labels builds nothing.
+        n_classes = len(classes["values"]) if isinstance(classes, dict) and isinstance(
+            classes.get("values"), list) else None
         expected = 1 if link == "logistic" else n_classes
-        if (link == "logistic") != (n_classes == 2) or outputs != expected:
+        if n_classes is not None and ((link == "logistic") != (n_classes == 2) or outputs != expected):
             raise _Invalid(f"predictor: {n_classes} classes with link {link!r} and {outputs} outputs")
+        predictor["classes"] = _checked_classes(classes, budget)
     elif classes is not None:
         raise _Invalid(f"predictor.classes: must be null for a {task}")
     if task == "regressor" and outputs != 1:
         raise _Invalid("predictor.n_outputs: a regressor has one output")
     predictor["tensors"] = list(shapes)
+    predictor["budget"] = budget
     return predictor
 
 
-def _checked_classes(classes):
+def _checked_classes(classes, budget):
     """The class labels as a NumPy array of their kind."""
     if not isinstance(classes, dict) or set(classes) != {"kind", "values"} or not isinstance(classes["values"], list):
         raise _Invalid('predictor.classes: must be {"kind", "values"}')
@@ -316,6 +325,9 @@ def _checked_classes(classes):
         raise _Invalid(f"predictor.classes.values: must be at least two labels of kind {kind}")
     if kind == "int" and not all(-(2**63) <= value < 2**63 for value in values):
         raise _Invalid("predictor.classes.values: an int label is beyond 64 bits")
+    if kind == "str":
+        # np.array gives every label the width of the longest, four bytes a character.
+        budget.charge_copies(4 * len(values) * max(map(len, values)), "predictor.classes.values")
     array = np.array(values, dtype={"int": np.int64, "float": np.float64, "bool": bool, "str": str}[kind])
     if not (array[1:] > array[:-1]).all():
         raise _Invalid("predictor.classes.values: must be distinct and increasing (as np.unique gives them)")

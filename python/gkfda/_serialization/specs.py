@@ -12,6 +12,7 @@ from ..model_selection import GreedyKFDACV
 from ..parsimonious import ParsimoniousKFDA
 from ..pursuit import GreedyNystroem, KernelMatchingPursuit, SparseKernelCCA, SparseKernelPCA
 from ._common import _Invalid, _KINDS, _OPTIONAL, _params
+from .layout import _is_unicode
 from .state import _check_greedy_state, _check_parsimonious_state, _check_pursuit_state, _indices
 
 
@@ -24,6 +25,11 @@ def _classes(classes):
     values = classes.tolist()
     if kind is None or kind == "str" and not all(isinstance(value, str) for value in values):
         raise ValueError(f"classes_: labels of {classes.dtype} cannot be written to a model file")
+    if kind == "str":
+        for value in values:
+            if not _is_unicode(value):
+                raise ValueError(f"classes_: the label {value!r} is not valid Unicode (it holds a lone surrogate) "
+                                 "and cannot be written to a model file, whose text is UTF-8")
     if kind == "float" and not all(math.isfinite(value) for value in values):
         raise ValueError("classes_: a label is not finite")
     return {"kind": kind, "values": values}
@@ -105,6 +111,7 @@ class _GreedyKFDASpec(_Spec):
         model.__dict__.update(state)
         if not lean:
             _check_greedy_state(model, predictor, tensors)
+            _charge_rows(predictor, [d.support for d in model._models], "state._models")
             model._set_public_attributes()
         else:
             model._lean_link = predictor["link"]
@@ -174,6 +181,7 @@ class _ParsimoniousSpec(_Spec):
             model._loaded_lean = True
         else:
             _check_parsimonious_state(model, predictor)
+            _charge_rows(predictor, [problem["support"] for problem in model._problems], "state._problems")
             model._set_public_attributes()
         return model
 
@@ -292,6 +300,15 @@ _SPECS = {spec.cls.__name__: spec for spec in (
     _GreedyKFDASpec(), _GreedyKFDACVSpec(), _ParsimoniousSpec(), _MatchingPursuitSpec(), _NystroemSpec(),
     _PCASpec(), _CCASpec(),
 )}
+
+
+def _charge_rows(predictor, supports, where):
+    """Charge the public ``support_vectors_``, the bases' rows copied for each model: models
+    that share their bases would otherwise multiply the points the file holds once."""
+    if predictor["kernel"] != "precomputed":
+        rows = sum(len(support) for support in supports)
+        predictor["budget"].charge_copies(rows * predictor["n_features"] * np.dtype(predictor["dtype"]).itemsize,
+                                          f"{where}: the support vectors of its models")
 
 
 def _set_predicted(estimator, predictor):

@@ -9,6 +9,7 @@ from dataclasses import fields
 import numpy as np
 
 from .._model import Discriminant
+from .._validation import checked_priors
 from ..bounds import FeatureMoments
 from ..estimator import _IndexedRows
 from ..pursuit import GreedyNystroem, SparseKernelCCA, SparseKernelPCA
@@ -27,8 +28,9 @@ class _Decoder:
         "_IndexedRows": ["indices", "rows"],
     }
 
-    def __init__(self, tensors):
+    def __init__(self, tensors, budget):
         self.tensors = tensors
+        self.budget = budget
         self.used = set()
 
     def decode_state(self, state, where):
@@ -98,7 +100,11 @@ class _Decoder:
         if "transpose" in node:
             if node["transpose"] is not True or node.get("order") not in ("C", "F") or value.ndim != 2:
                 raise _Invalid(f"{where}: transpose must be true, with order C or F, on a matrix")
-            value = value.T if node["order"] == "F" else np.ascontiguousarray(value.T)
+            if node["order"] == "F":
+                value = value.T
+            else:  # a copy: every one is charged, so that many references cannot multiply the tensor
+                self.budget.charge_copies(value.nbytes, where)
+                value = np.ascontiguousarray(value.T)
         elif "order" in node:
             raise _Invalid(f"{where}: order is only for a transpose")
         if "dtype" in node:
@@ -108,6 +114,7 @@ class _Decoder:
             limits = np.iinfo(dtype)
             if value.size and (value.min() < limits.min or value.max() > limits.max):
                 raise _Invalid(f"{where}: values beyond the range of {dtype}")
+            self.budget.charge_copies(value.size * limits.bits // 8, where)
             value = value.astype(dtype)
         return value
 
@@ -121,6 +128,7 @@ class _Decoder:
         if dtype == "|O":
             if not all(item is None or isinstance(item, str) or _is_number(item) for item in values):
                 raise _Invalid(f"{where}: an object array holds strings, numbers or nulls")
+            self.budget.charge_copies(8 * len(values), where)
             array = np.empty(len(values), dtype=object)
             array[:] = values
             return array
@@ -129,6 +137,8 @@ class _Decoder:
             raise _Invalid(f"{where}: __array__ dtype {dtype!r} is not <U(width) or |O")
         if not all(isinstance(item, str) and len(item) <= int(dtype[2:]) for item in values):
             raise _Invalid(f"{where}: the values must be strings of at most {dtype[2:]} characters")
+        # The bytes NumPy allocates: the width, four bytes a character, for every value.
+        self.budget.charge_copies(np.dtype(dtype).itemsize * len(values), where)
         return np.array(values, dtype=dtype).reshape(len(values))
 
     def record(self, node, where, depth):
@@ -146,6 +156,16 @@ class _Decoder:
 
 
 # -- consistency of the state ---------------------------------------------------------
+
+
+def _check_priors(priors, n_classes, where):
+    """Class priors by the estimators' own rule: one positive finite value per class,
+    summing to 1."""
+    try:
+        checked_priors(priors, None, n_classes)
+    except ValueError as error:
+        message = str(error)
+        raise _Invalid(f"{where}: {message.split(': ', 1)[1] if message.startswith('priors: ') else message}") from None
 
 
 def _array(value, where, dtypes, shape):
@@ -197,8 +217,7 @@ def _check_greedy_state(model, predictor, tensors):
     link = predictor["link"]
     precomputed = model.kernel == "precomputed"
     _array(model.priors_, f"{where}.priors_", ["float64"], (n_classes,))
-    if not (model.priors_ > 0).all():
-        raise _Invalid(f"{where}.priors_: must be positive")
+    _check_priors(model.priors_, n_classes, f"{where}.priors_")
     fitted_k = _int(model._fitted_k, f"{where}._fitted_k", 1)
     models = model._models
     expected = 1 if link in ("logistic", "softmax") else n_classes
@@ -207,6 +226,18 @@ def _check_greedy_state(model, predictor, tensors):
     limit = predictor["n_features"] if precomputed else None
     for c, discriminant in enumerate(models):
         _check_discriminant(discriminant, f"{where}._models.{c}", n_classes if expected == 1 else 2, fitted_k, limit)
+    # The sparsity path runs over 1.._fitted_k: the bases the models hold, or beyond them only
+    # where a selection stopped early (every k from there to the k asked gives the same
+    # model), up to the k asked and, when the moments say it, the training set's size.
+    largest = max(len(discriminant.support) for discriminant in models)
+    if fitted_k != largest:
+        bound = model.k
+        if isinstance(model._feature_moments, FeatureMoments) and isinstance(
+                model._feature_moments.class_counts, np.ndarray):
+            bound = min(bound, int(model._feature_moments.class_counts.sum()))
+        if not any(discriminant.stopped_early for discriminant in models) or fitted_k > bound:
+            raise _Invalid(f"{where}._fitted_k: {fitted_k} is not the {largest} bases its models hold, and no "
+                           f"selection that stopped early at {largest} can have asked for it")
     union = _indices(model._union_support, f"{where}._union_support", predictor["n_bases"], limit, increasing=True)
     supports = np.concatenate([discriminant.support for discriminant in models])
     if not np.array_equal(np.unique(supports), union):
@@ -293,6 +324,7 @@ def _check_parsimonious_state(model, predictor):
     where = "state"
     n_classes = len(model.classes_)
     _array(model.priors_, f"{where}.priors_", ["float64"], (n_classes,))
+    _check_priors(model.priors_, n_classes, f"{where}.priors_")
     problems = model._problems
     if not isinstance(problems, list) or len(problems) != predictor["n_outputs"]:
         raise _Invalid(f"{where}._problems: must be a list of {predictor['n_outputs']} problems")

@@ -18,7 +18,8 @@ from .._validation import check_full_state
 from ..estimator import _IndexedRows
 from ..model_selection import GreedyKFDACV
 from ._common import CHECKSUM, FORMAT, FORMAT_VERSION, _CAST_DTYPES, _DTYPE_NAMES, _SCALARS, _params, _plain
-from .layout import _sealed
+from ._common import _Invalid
+from .layout import _check_unicode, _sealed
 from .specs import _SPECS
 
 
@@ -91,6 +92,10 @@ def save(estimator, path, *, lean=False):
         "state": state,
     }
     text = json.dumps(metadata, allow_nan=False, separators=(",", ":"))
+    try:  # a lone surrogate elsewhere (a feature's name): UTF-8 cannot hold it
+        _check_unicode(metadata, text)
+    except _Invalid as error:
+        raise ValueError(f"{error}; it cannot be written to a model file, whose text is UTF-8") from None
     tensors = {**writer.tensors, CHECKSUM: np.zeros(32, dtype=np.uint8)}
     data = _sealed(safetensors.numpy.save(tensors, metadata={"gkfda": text}))
     with open(path, "wb") as file:

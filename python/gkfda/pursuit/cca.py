@@ -16,6 +16,7 @@ from sklearn.utils.validation import check_array, check_is_fitted
 from .._kernels import (
     _count,
     _Number,
+    finite_outputs,
     validate_input,
 )
 from .._atomic import fits_atomically
@@ -248,14 +249,16 @@ class SparseKernelCCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Kernel
         check_is_fitted(self)
         X = validate_input(self, X, reset=False)
         x_features = _features(self._x_factor, self._cross(X, self.support_, self.x_support_vectors_))
-        x_scores = (x_features - self._x_mean) @ self.x_weights_
+        with np.errstate(over="ignore", invalid="ignore"):
+            x_scores = finite_outputs((x_features - self._x_mean) @ self.x_weights_)
         if y is None:
             return x_scores
         Y = self._check_y(y, len(X), reset=False)
         y_features = _features(
             self._y_factor, self._cross(Y, self.support_, self.y_support_vectors_, gamma=self._y_gamma, argument="y")
         )
-        return x_scores, (y_features - self._y_mean) @ self.y_weights_
+        with np.errstate(over="ignore", invalid="ignore"):
+            return x_scores, finite_outputs((y_features - self._y_mean) @ self.y_weights_, "y")
 
     def fit_transform(self, X, y=None):
         """``fit(X, y).transform(X, y)``: the pair of the training projections."""

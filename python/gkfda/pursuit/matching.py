@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from .._kernels import (
     _count,
+    finite_outputs,
     validate_input,
 )
 from .._factor import DEFAULT_FACTOR_RANK
@@ -197,7 +198,8 @@ class KernelMatchingPursuit(RegressorMixin, _KernelPursuit):
         (with a precomputed kernel, ``X`` is ``K(X_new, X_train)``: ``(n, n_samples_fit_)``)."""
         check_is_fitted(self)
         X = validate_input(self, X, reset=False)
-        return self._cross(X, self.support_, self.support_vectors_) @ self.coef_ + self.intercept_
+        with np.errstate(over="ignore", invalid="ignore"):
+            return finite_outputs(self._cross(X, self.support_, self.support_vectors_) @ self.coef_ + self.intercept_)
 
     def score(self, X, y, sample_weight=None):
         """The coefficient of determination R² of ``predict(X)`` against ``y`` (scikit-learn's)."""

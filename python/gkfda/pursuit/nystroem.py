@@ -15,6 +15,7 @@ from .. import _core
 from .._core import CRITERIA, DEFLATIONS
 from .._kernels import (
     _count,
+    finite_outputs,
     validate_input,
 )
 from .._factor import DEFAULT_FACTOR_RANK
@@ -243,4 +244,5 @@ class GreedyNystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _KernelP
         """``K(X, components_) @ normalization_.T``: shape ``(n, n_components_)``."""
         check_is_fitted(self)
         X = validate_input(self, X, reset=False)
-        return self._cross(X, self.component_indices_, self.components_) @ self.normalization_.T
+        with np.errstate(over="ignore", invalid="ignore"):
+            return finite_outputs(self._cross(X, self.component_indices_, self.components_) @ self.normalization_.T)

@@ -15,6 +15,7 @@ from sklearn.utils.validation import check_array, check_is_fitted
 
 from .._kernels import (
     _count,
+    finite_outputs,
     validate_input,
 )
 from .._factor import DEFAULT_FACTOR_RANK
@@ -170,7 +171,9 @@ class SparseKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Kernel
         """Nyström features of ``X`` on the principal axes: shape ``(n, n_components_)``."""
         check_is_fitted(self)
         X = validate_input(self, X, reset=False)
-        return _features(self._factor, self._cross(X, self.support_, self.support_vectors_)) @ self.rotation_
+        with np.errstate(over="ignore", invalid="ignore"):
+            return finite_outputs(_features(self._factor, self._cross(X, self.support_, self.support_vectors_))
+                                  @ self.rotation_)
 
     def reconstruction_error(self, X, self_kernel=None):
         """Mean squared distance ``κ(x, x) − ‖z(x)‖²`` of the rows of ``X`` in feature space
@@ -193,7 +196,8 @@ class SparseKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Kernel
         check_full_state(self, "reconstruction_error")
         X = validate_input(self, X, reset=False)
         diagonal = self._checked_self_kernel(X, self_kernel)
-        Z = _features(self._factor, self._cross(X, self.support_, self.support_vectors_))
+        with np.errstate(over="ignore", invalid="ignore"):
+            Z = finite_outputs(_features(self._factor, self._cross(X, self.support_, self.support_vectors_)))
         return float(np.mean(np.maximum(diagonal - np.sum(Z**2, axis=1), 0.0)))
 
     def _checked_self_kernel(self, X, self_kernel):
