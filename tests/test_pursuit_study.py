@@ -1,4 +1,4 @@
-"""``gkfda pursuit``: paper 004's experiments run, and show what the paper shows."""
+"""``gkfda pursuit``: Hussain et al.'s (2011) experiments run, and show what the paper shows."""
 
 import numpy as np
 import pandas as pd
