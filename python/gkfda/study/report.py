@@ -58,6 +58,12 @@ from .._core import CRITERIA, DEFLATIONS
 from . import bound, published, tables
 from .figures import write_figures
 from .markdown import isnum, markdown_table, write_csv
+
+#: What a report without matplotlib says, in report.md and on stderr: figures need the ``plots``
+#: extra, installed from the directory of a clone as gkfda itself is.
+NO_MATPLOTLIB = ('matplotlib is not installed, so no figures were drawn; install the plots extra '
+                 '(pip install ".[plots]" in the directory of a clone of gkfda) or matplotlib itself '
+                 '(pip install matplotlib)')
 from .protocol import BASELINES, MPKFDA_METHOD
 from .results import RUN_KEY, ResultSet, Summary, load_results, ordered
 
@@ -207,8 +213,7 @@ def write_report(results_dir, out_dir=None, *, figures: bool = True, canonical_o
         try:
             import matplotlib  # noqa: F401
         except ImportError:
-            figure_notes.append("matplotlib is not installed, so no figures were drawn "
-                                "(`pip install gkfda[plots]` or `pip install matplotlib`).")
+            figure_notes.append(NO_MATPLOTLIB + ".")
         else:
             try:
                 write_figures(results, summary, out / "figures", written, figure_notes, made)
@@ -290,6 +295,11 @@ def run(args: argparse.Namespace) -> int:
     index = files[-1]
     n_png = sum(f.suffix == ".png" for f in files)
     print(f"gkfda report: {len(files)} files ({n_png} figures) in {index.parent}; start with {index}")
+    if not getattr(args, "no_figures", False):
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            print(f"gkfda report: warning: {NO_MATPLOTLIB}", file=sys.stderr)
     return 0
 
 
