@@ -124,6 +124,33 @@ def test_serving_examples_use_one_model_file_name():
     assert "model.gkfda" in names and all(name.endswith(".gkfda") for name in names), names
 
 
+def _docs_conf():
+    spec = importlib.util.spec_from_file_location("gkfda_docs_conf", ROOT / "docs" / "api" / "conf.py")
+    conf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conf)
+    return conf
+
+
+def test_docs_site_opens_with_the_readme_s_install_and_quick_start():
+    pytest.importorskip("matplotlib")  # conf.py selects matplotlib's Agg backend
+    conf = _docs_conf()
+    stub = (ROOT / "docs" / "api" / "index.md").read_text(encoding="utf-8")
+    page = conf.landing_text(stub)
+    for part in ("## Install", "## Quick start", "pip install . && gkfda experiment --quick", "```{toctree}"):
+        assert part in page, part
+    assert "## Choosing the parameters" not in page
+    for text, target in conf._LINK.findall(page):
+        path = target.partition("#")[0]
+        if re.match(r"^[a-z][a-z0-9+.-]*:", path):  # a URL or a download
+            continue
+        assert (ROOT / "docs" / path).is_file() and Path(path).stem in conf.GUIDES, (text, target)
+
+
+def test_readme_says_how_to_build_the_docs_site():
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert 'pip install ".[docs]" && sphinx-build -W -b html docs/api ' in readme
+
+
 def test_benches_and_examples_say_nothing_of_how_they_were_made():
     for path in [*(ROOT / "benches").glob("*.py"), *(ROOT / "examples").rglob("*.py")]:
         text = path.read_text(encoding="utf-8")
