@@ -209,6 +209,13 @@ def test_a_backend_that_is_not_installed_is_one_line(tmp_path, capsys, monkeypat
     assert line == "gkfda: error: --backend ray: needs the ray package, which is not installed (pip install ray)"
 
 
+def test_dask_missing_names_the_extra_to_install_from_a_clone(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "dask.distributed", None)  # an import of it raises ImportError
+    line = one_line_error(capsys, ["experiment", "--backend", "dask", "--out", str(tmp_path), *TINY], status=1)
+    assert line == ('gkfda: error: --backend dask: needs the dask package, which is not installed '
+                    '(pip install ".[dask]" in a clone of gkfda)')
+
+
 def test_a_scheduler_nobody_listens_at_is_one_line(tmp_path, capsys, monkeypatch):
     pytest.importorskip("distributed")
     import socket

@@ -258,7 +258,8 @@ def _experiment(args) -> int:
     config.jobs = args.jobs
     client = None
     if args.backend == "dask":
-        Client, LocalCluster = _optional("dask.distributed", "dask", ("Client", "LocalCluster"))
+        Client, LocalCluster = _optional("dask.distributed", "dask", ("Client", "LocalCluster"),
+                                         install='pip install ".[dask]" in a clone of gkfda')
         if args.scheduler:
             try:
                 client = Client(args.scheduler)
@@ -299,15 +300,16 @@ def _experiment(args) -> int:
     return 0
 
 
-def _optional(module: str, package: str, names):
-    """``names`` of an optional dependency's ``module``; its absence is a one-line error."""
+def _optional(module: str, package: str, names, install: str = ""):
+    """``names`` of an optional dependency's ``module``; its absence is a one-line error saying
+    how to ``install`` it (default: ``pip install <package>``)."""
     import importlib
 
     try:
         imported = importlib.import_module(module)
     except ImportError:
         raise CommandError(f"--backend {package}: needs the {package} package, which is not installed "
-                           f"(pip install {package})") from None
+                           f"({install or 'pip install ' + package})") from None
     return tuple(getattr(imported, name) for name in names)
 
 
