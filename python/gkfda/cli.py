@@ -390,7 +390,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--deflations", nargs="+", choices=DEFLATIONS, metavar="NAME",
                      help=f"deflations, of {', '.join(DEFLATIONS)} (default: all)")
     run.add_argument("--stages", nargs="+", type=positive_int, metavar="N",
-                     help="picks per stage (default: 1; the paper's sweep is 1 2 5 10)")
+                     help="picks per stage (default: 1; Diethe (2015) sweeps 1 2 5 10)")
     run.add_argument("--realisations", type=positive_int, metavar="N",
                      help="first N realisations of each data set (default: all; --quick: 10)")
     run.add_argument("--cv-realisations", type=positive_int, metavar="N",
