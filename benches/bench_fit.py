@@ -1,6 +1,6 @@
 """Fit benchmarks of the greedy engine, run by hand (not by the tests).
 
-    python benches/bench_fit.py                      # every section, the issue's sizes
+    python benches/bench_fit.py                      # every section, the default sizes
     python benches/bench_fit.py --sections floor --m 2000 --k 100
 
 Every figure is a median of ``--repeats`` runs and every comparison a ratio measured in

@@ -1,4 +1,4 @@
-"""Fits past the kernel matrix: the factored solver against Nyström + LDA (issue 36, item 5).
+"""Fits past the kernel matrix: the factored solver against Nyström + LDA at m up to 10⁶.
 
     python benches/bench_scale.py                          # m = 20,000, 100,000, 1,000,000
     python benches/bench_scale.py --sizes 20000 --pools rpcholesky greedy uniform

@@ -24,7 +24,7 @@ def _symmetric(m, k, variant="paper", margin=0.5, variance=0.05):
     )
 
 
-# m, k, variant, C^j, D^j, α^j, bound: worked by hand from paper 002's Proposition 4.5 with
+# m, k, variant, C^j, D^j, α^j, bound: worked by hand from Diethe et al.'s (2009) Proposition 4.5 with
 # R = 1, δ = 0.05, g = 0.5, v = 0.05.
 VECTORS = [
     (400, 30, "paper", 0.980320, 1.969609, 0.0, 1.0),

@@ -3,6 +3,7 @@ files get one line naming the option or file (no traceback); help is complete an
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -100,7 +101,7 @@ def test_an_output_that_is_a_file_is_refused_before_any_work(tmp_path, capsys):
     afile.write_text("")
     assert "argument --out: " in one_line_error(capsys, ["experiment", "--out", str(afile)])
     assert f"{afile} is a file" in one_line_error(capsys, ["experiment", *TINY, "--out", str(afile / "sub")])
-    assert "argument out: " in one_line_error(capsys, ["pursuit", str(afile)])
+    assert "argument --out: " in one_line_error(capsys, ["pursuit", "--out", str(afile)])
     assert "argument --out: " in one_line_error(capsys, ["report", str(tmp_path), "--out", str(afile)])
     assert not (afile.parent / "gkfda-results").exists()
 
@@ -208,6 +209,13 @@ def test_a_backend_that_is_not_installed_is_one_line(tmp_path, capsys, monkeypat
     assert line == "gkfda: error: --backend ray: needs the ray package, which is not installed (pip install ray)"
 
 
+def test_dask_missing_names_the_extra_to_install_from_a_clone(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "dask.distributed", None)  # an import of it raises ImportError
+    line = one_line_error(capsys, ["experiment", "--backend", "dask", "--out", str(tmp_path), *TINY], status=1)
+    assert line == ('gkfda: error: --backend dask: needs the dask package, which is not installed '
+                    '(pip install ".[dask]" in a clone of gkfda)')
+
+
 def test_a_scheduler_nobody_listens_at_is_one_line(tmp_path, capsys, monkeypatch):
     pytest.importorskip("distributed")
     import socket
@@ -240,3 +248,101 @@ def test_ctrl_c_ends_a_command_without_a_traceback(capsys, monkeypatch):
     assert main(["demo"]) == 130
     err = capsys.readouterr().err
     assert err == "gkfda: interrupted\n"
+
+
+def _help_texts():
+    """``gkfda --help`` and every ``gkfda COMMAND --help``, as printed."""
+    parser = cli._parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, cli.argparse._SubParsersAction)]
+    return {"gkfda": parser.format_help(), **{name: sub.format_help() for name, sub in commands.choices.items()}}
+
+
+def test_help_states_each_default_once():
+    parser = cli._parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, cli.argparse._SubParsersAction)]
+    formatter = cli._HelpFormatter("gkfda")
+    for name, sub in commands.choices.items():
+        for action in sub._actions:
+            shown = formatter._get_help_string(action) or ""
+            assert shown.count("default:") <= 1, (name, action.dest, shown)
+    experiment = " ".join(_help_texts()["experiment"].split())
+    assert "--jobs N parallel tasks, run by joblib (default: the number of CPUs) --backend" in experiment
+
+
+def test_help_names_papers_by_author_and_year_and_gives_no_second_quick_time():
+    texts = _help_texts()
+    for name, text in texts.items():
+        assert "paper 0" not in text.lower(), name
+    assert "Diethe (2015, §3.4)" in " ".join(texts["gkfda"].split())
+    assert "Hussain et al. (2011)" in " ".join(texts["pursuit"].split())
+    quick = " ".join(texts["experiment"].split()).split("--quick ", 1)[1].split(" --no-progress", 1)[0]
+    assert "see docs/RESULTS.md" in quick
+    assert not re.search(r"\d\s*(s|min|minutes?|seconds?)\b", quick), quick  # the one figure is in RESULTS.md
+
+
+def test_pursuit_writes_to_out_and_report_reads_results_dir():
+    parser = cli._parser()
+    assert parser.parse_args(["pursuit"]).out == "gkfda-pursuit"
+    assert parser.parse_args(["pursuit", "--out", "here"]).out == "here"
+    report = parser.parse_args(["report", "runs"])
+    assert (report.results_dir, report.out) == ("runs", None)
+    texts = _help_texts()
+    assert "usage: gkfda pursuit [-h] [--out DIR] [--quick]" in texts["pursuit"]
+    usage = " ".join(texts["report"].split("\n\n", 1)[0].split())
+    assert usage.startswith("usage: gkfda report ") and usage.endswith(" RESULTS_DIR"), usage
+    assert "results directory of `gkfda experiment` to read" in " ".join(texts["report"].split())
+
+
+def test_a_directory_given_to_pursuit_without_out_is_a_usage_error(tmp_path, capsys):
+    line = one_line_error(capsys, ["pursuit", str(tmp_path / "new")])
+    assert line.startswith("gkfda: error: unrecognized arguments: ")
+    assert not (tmp_path / "new").exists()
+
+
+def _tiny_results(directory):
+    (directory / "results.csv").write_text(
+        RESULTS_HEADER
+        + "heart,optimal/schur/1,optimal,schur,1,1,1,0.1,10,10,170,100,13,0.2,0.01,0.2,{}\n"
+        + "heart,optimal/schur/1,optimal,schur,1,2,1,0.1,10,10,170,100,13,0.3,0.01,0.2,{}\n")
+
+
+def test_report_without_matplotlib_says_to_install_the_plots_extra(tmp_path, capsys, monkeypatch):
+    import builtins
+
+    _tiny_results(tmp_path)
+    real_import = builtins.__import__
+
+    def without_matplotlib(name, *args, **kwargs):  # as if matplotlib were not installed
+        if name == "matplotlib" or name.startswith("matplotlib."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", without_matplotlib)
+    assert main(["report", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert "(0 figures)" in captured.out
+    warnings = [line for line in captured.err.splitlines() if line.startswith("gkfda report: warning: ")]
+    assert len(warnings) == 1 and "Traceback" not in captured.err, captured.err
+    assert "matplotlib is not installed" in warnings[0] and 'pip install ".[plots]"' in warnings[0]
+    index = (tmp_path / "report" / "report.md").read_text()
+    assert 'pip install ".[plots]"' in index and "gkfda[plots]" not in index
+
+
+def test_report_with_figures_declined_or_drawn_gives_no_warning(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    _tiny_results(tmp_path)
+    assert main(["report", str(tmp_path), "--no-figures"]) == 0
+    assert "warning" not in capsys.readouterr().err
+    assert main(["report", str(tmp_path), "--out", str(tmp_path / "drawn")]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_a_report_names_papers_by_author_and_year(tmp_path):
+    from gkfda.study import report
+
+    _tiny_results(tmp_path)
+    files = report.write_report(tmp_path, figures=False)
+    for path in files:
+        if path.suffix == ".md":
+            assert "paper 0" not in path.read_text(encoding="utf-8").lower(), path.name
+    assert "Diethe (2015), Figure 1" in (tmp_path / "report" / "report.md").read_text(encoding="utf-8")

@@ -173,7 +173,7 @@ def test_command_line_runs_and_summarises(tmp_path, capsys):
     assert errors.shape == (4,)
 
 
-# -- kFDA_q (paper 003) -------------------------------------------------------------------
+# -- kFDA_q (Harrison & Pasupa, 2010) -------------------------------------------------------------------
 
 
 def test_kfdaq_selection_rules():

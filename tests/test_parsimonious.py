@@ -94,7 +94,7 @@ def test_objective_never_increases():
 
 
 def test_q_below_one_keeps_fewer_samples():
-    # Paper 003 §3's mechanism: the sharper penalty of q = 0.5 leaves fewer samples.
+    # The mechanism of Harrison & Pasupa (2010, §3): the sharper penalty of q = 0.5 leaves fewer samples.
     for seed in range(3):
         X, y = _problem(seed, m=100)
         lasso = ParsimoniousKFDA(q=1.0, rho=0.05, gamma=0.5).fit(X, y)

@@ -1,4 +1,4 @@
-"""``gkfda pursuit``: paper 004's experiments run, and show what the paper shows."""
+"""``gkfda pursuit``: Hussain et al.'s (2011) experiments run, and show what the paper shows."""
 
 import numpy as np
 import pandas as pd
@@ -35,7 +35,7 @@ def test_regularised_cca_finds_a_shared_view_perfectly():
 
 
 def test_the_quick_command_writes_every_table(tmp_path, capsys):
-    assert main(["pursuit", str(tmp_path), "--quick"]) == 0
+    assert main(["pursuit", "--out", str(tmp_path), "--quick"]) == 0
     for name in ("components", "matching", "correlation"):
         table = pd.read_csv(tmp_path / f"{name}.csv")
         assert len(table) > 0 and table.notna().all().all()

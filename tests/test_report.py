@@ -155,7 +155,7 @@ def test_grid_cells_and_averages_match_independent_means(results_dir):
     # The same numbers in the Markdown, to 3 decimals, in report.md and in fig1_aer.md.
     for path in (out / "report.md", out / "fig1_aer.md"):
         text = path.read_text()
-        lines = _section(text, "Paper 000, Figure 1") if path.name == "report.md" else text.splitlines()
+        lines = _section(text, "Diethe (2015), Figure 1") if path.name == "report.md" else text.splitlines()
         header = _grid_row(lines, "Deflation")
         schur = _grid_row(lines, "schur")
         assert schur[header.index("optimal")].strip("*†") == f"{aer:.3f}"
@@ -236,7 +236,7 @@ def test_partial_results_are_reported_not_fatal(results_dir):
     assert "reverse/schur/1" in missing  # configured, never run
     assert "Configured data sets" not in missing  # all three configured data sets are present
     # The random/none cell covers 2 of the 3 data sets and is flagged.
-    assert _grid_row(_section(text, "Paper 000, Figure 1"), "none")[1].rstrip("*").endswith("†")
+    assert _grid_row(_section(text, "Diethe (2015), Figure 1"), "none")[1].rstrip("*").endswith("†")
     counts = {(r["dataset"], r["method"]): r for r in _read_csv(out / "counts.csv")}
     assert counts["thyroid", "random/none/1"]["realisations"] == "0"
     assert (counts["heart", "kfda"]["realisations"], counts["heart", "kfda"]["canonical"]) == ("3", "2")
@@ -373,7 +373,7 @@ def test_table1_shapes_match_the_packaged_benchmarks():
     assert published.TABLE1_002["image"]["train"] == 1300 and published.TABLE1_002["splice"]["test"] == 2175
 
 
-# -- kFDA_q (paper 003) ------------------------------------------------------------------
+# -- kFDA_q (Harrison & Pasupa, 2010) ------------------------------------------------------------------
 
 
 def _kfdaq_dir(directory):
@@ -414,7 +414,7 @@ def test_kfdaq_tables_beside_paper_003_and_in_table_1(results_dir, tmp_path):
     assert float(table["heart"]["kfdaq0.5-mcr_k_used"]) == pytest.approx(7.0)
     assert table["heart"]["kfda_error"] != "" and table["heart"]["kfdaq1-mcr_error"] != ""
     assert table["banana"]["kfdaq1-mcr_error"] == ""  # kFDA_q did not run on banana
-    assert "kFDA_q against paper 003" in (out / "report.md").read_text()
+    assert "kFDA_q against Harrison & Pasupa (2010)" in (out / "report.md").read_text()
 
 
 def test_no_kfdaq_tables_without_kfdaq_rows(results_dir):

@@ -5,6 +5,7 @@
 Build: ``sphinx-build -W --keep-going -b html docs/api OUT``.
 """
 
+import functools
 import os
 import re
 from pathlib import Path
@@ -67,25 +68,40 @@ html_static_path = []
 # links to other files of the repository become downloads and links to folders plain text.
 GUIDES = ("architecture", "serving", "model-format", "scale", "defaults", "bad-input", "PERFORMANCE", "RESULTS")
 _LINK = re.compile(r"(?<!!)\[([^\]]+)\]\(([^)\s]+)\)")
+# The landing page opens with the README up to this heading (what gkfda is, Install, Quick
+# start), so that the site and the repository's front page say the same.
+README_END = "\n## Choosing the parameters\n"
 
 
-def _rewrite_link(match: "re.Match") -> str:
+def _rewrite_link(match: "re.Match", base: Path = DOCS) -> str:
+    """A Markdown link of a file in ``base``, as this site has it."""
     text, target = match.groups()
     path, _, anchor = target.partition("#")
     if not path or re.match(r"^[a-z][a-z0-9+.-]*:", path):  # an anchor or a URL
         return match.group(0)
-    if path.endswith(".md") and Path(path).stem in GUIDES and "/" not in path:
-        return match.group(0)
-    resolved = (DOCS / path).resolve()
+    resolved = (base / path).resolve()
+    if resolved.suffix == ".md" and resolved.parent == DOCS and resolved.stem in GUIDES:
+        return f"[{text}]({resolved.name}{'#' + anchor if anchor else ''})"
     if resolved.is_file():
         return f"[{text}](path:{os.path.relpath(resolved, HERE)})"
     return text
+
+
+def landing_text(stub: str) -> str:
+    """The landing page: the README's first sections, then ``stub`` (its tables of contents)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    head, found, _ = readme.partition(README_END)
+    if not found:
+        raise ValueError(f"README.md has no heading {README_END.strip()!r}, where the landing page ends")
+    return _LINK.sub(functools.partial(_rewrite_link, base=ROOT), head.rstrip()) + "\n\n" + stub
 
 
 def _read_guide(app, docname, source):
     if docname in GUIDES:
         text = (DOCS / f"{docname}.md").read_text(encoding="utf-8")
         source[0] = _LINK.sub(_rewrite_link, text)
+    elif docname == "index":
+        source[0] = landing_text(source[0])
 
 
 def _skip_member(app, what, name, obj, skip, options):

@@ -90,7 +90,7 @@ def to_onnx(estimator, X, *, target_opset=None, options=None):
     """An ONNX model of a fitted estimator: :func:`gkfda.onnx.to_onnx` (documented there).
 
     Imported on first call, so that ``import gkfda`` needs neither onnx nor skl2onnx
-    (``pip install 'gkfda[onnx]'``).
+    (the ``onnx`` extra: ``pip install ".[onnx]"`` in the directory of a clone of gkfda).
     """
     from .onnx import to_onnx as convert
 

@@ -20,7 +20,7 @@ implied), and every sample is weighted by ``w_i = m / (C m_c)``, so that each cl
 weighs the same. The weighted ridge regression ``β = (Φ_c'WΦ_c + λI)⁻¹ Φ_c'W Y_c`` (``Φ_c``
 the features centred at their weighted mean, ``λ = m · max(reg, 1e-6) · mean K(x, x)``)
 spans the Fisher directions of the average of the class covariances, plus a ridge of
-``reg`` times the kernel's scale: for two classes, it is the direction of paper 000's
+``reg`` times the kernel's scale: for two classes, it is the direction of Diethe's (2015)
 Fisher discriminant with the papers' ``B`` (the class-balanced total covariance is the
 within-class one plus a rank-one term along the mean difference).
 

@@ -1,4 +1,4 @@
-"""The generalisation bound of a sparse greedy Fisher discriminant (paper 002, §4).
+"""The generalisation bound of a sparse greedy Fisher discriminant (Diethe et al., 2009, §4).
 
 A two-class model with ``k`` bases is a linear discriminant ``h(x) = w'z(x) − b`` (``‖w‖ = 1``)
 on the Nyström features ``z`` of those bases. The bound says that, with probability at

@@ -1,7 +1,9 @@
 """The ``gkfda`` command line: ``gkfda demo``, ``gkfda experiment``, ``gkfda report``, ``gkfda bound``
 and ``gkfda pursuit``.
 
-``gkfda experiment`` writes into ``./gkfda-results`` unless ``--out`` says otherwise. The
+``gkfda experiment`` writes into ``./gkfda-results`` and ``gkfda pursuit`` into
+``./gkfda-pursuit`` unless ``--out`` says otherwise; ``gkfda report RESULTS_DIR`` and
+``gkfda bound RESULTS_DIR`` read an experiment's results directory. The
 parsers import nothing heavy (NumPy, scikit-learn and the core load only when a command
 runs), so ``gkfda --help`` costs no more than importing the ``gkfda`` package; bad option
 values get argparse's one-line error naming the option, and a corrupted results file one
@@ -256,7 +258,8 @@ def _experiment(args) -> int:
     config.jobs = args.jobs
     client = None
     if args.backend == "dask":
-        Client, LocalCluster = _optional("dask.distributed", "dask", ("Client", "LocalCluster"))
+        Client, LocalCluster = _optional("dask.distributed", "dask", ("Client", "LocalCluster"),
+                                         install='pip install ".[dask]" in a clone of gkfda')
         if args.scheduler:
             try:
                 client = Client(args.scheduler)
@@ -297,15 +300,16 @@ def _experiment(args) -> int:
     return 0
 
 
-def _optional(module: str, package: str, names):
-    """``names`` of an optional dependency's ``module``; its absence is a one-line error."""
+def _optional(module: str, package: str, names, install: str = ""):
+    """``names`` of an optional dependency's ``module``; its absence is a one-line error saying
+    how to ``install`` it (default: ``pip install <package>``)."""
     import importlib
 
     try:
         imported = importlib.import_module(module)
     except ImportError:
         raise CommandError(f"--backend {package}: needs the {package} package, which is not installed "
-                           f"(pip install {package})") from None
+                           f"({install or 'pip install ' + package})") from None
     return tuple(getattr(imported, name) for name in names)
 
 
@@ -329,7 +333,8 @@ def _pursuit(args) -> int:
 
 def add_report_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The arguments of ``gkfda report`` (also those of ``python -m gkfda.study.report``)."""
-    parser.add_argument("results_dir", help="results directory of `gkfda experiment`")
+    parser.add_argument("results_dir", metavar="RESULTS_DIR",
+                        help="results directory of `gkfda experiment` to read; the report is written to --out")
     parser.add_argument("--out", type=output_directory, default=None, metavar="DIR",
                         help="output directory (default: RESULTS_DIR/report)")
     parser.add_argument("--canonical-only", action="store_true", help="report only the canonical IDA splits")
@@ -337,7 +342,8 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
     parser.add_argument("--also", nargs="+", default=[], metavar="DIR",
                         help="more results directories whose rows join the report, e.g. a kFDA_q run "
                              "(default: none)")
-    parser.add_argument("--mpkfda", default=MPKFDA_METHOD, metavar="METHOD", help="method shown as MPKFDA in the Table 1 comparison")
+    parser.add_argument("--mpkfda", default=MPKFDA_METHOD, metavar="METHOD",
+                        help="method shown as MPKFDA beside Table 1 of Diethe et al. (2009)")
     return parser
 
 
@@ -372,7 +378,7 @@ def _parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser(
         "experiment", formatter_class=formatter,
-        help="the study of paper 000 §3.4 on the IDA benchmarks (resumable)",
+        help="the study of Diethe (2015, §3.4) on the IDA benchmarks (resumable)",
         description="Width and sparsity by cross-validation, then every realisation; results are appended to "
         "OUT/results.csv task by task, so rerunning the same command resumes an interrupted run. OUT is "
         "./gkfda-results unless --out is given.",
@@ -384,7 +390,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--deflations", nargs="+", choices=DEFLATIONS, metavar="NAME",
                      help=f"deflations, of {', '.join(DEFLATIONS)} (default: all)")
     run.add_argument("--stages", nargs="+", type=positive_int, metavar="N",
-                     help="picks per stage (default: 1; the paper's sweep is 1 2 5 10)")
+                     help="picks per stage (default: 1; Diethe (2015) sweeps 1 2 5 10)")
     run.add_argument("--realisations", type=positive_int, metavar="N",
                      help="first N realisations of each data set (default: all; --quick: 10)")
     run.add_argument("--cv-realisations", type=positive_int, metavar="N",
@@ -396,7 +402,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--no-baselines", action="store_true", help="no baseline: the greedy variants only")
     run.add_argument("--no-variants", action="store_true", help="no greedy variant: the baselines only")
     run.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, metavar="N",
-                     help="parallel tasks (joblib; default: the number of CPUs)")
+                     help="parallel tasks, run by joblib (default: the number of CPUs)")
     run.add_argument("--backend", choices=["loky", "threading", "dask", "ray"], default=None,
                      help="joblib backend; dask uses --scheduler or a local cluster (default: loky)")
     run.add_argument("--scheduler", metavar="ADDRESS", help="address of a Dask scheduler, e.g. tcp://host:8786 (default: a local "
@@ -404,12 +410,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--out", type=output_directory, default="gkfda-results", metavar="DIR",
                      help="results directory, created if needed (default: gkfda-results in the current directory)")
     run.add_argument("--quick", action="store_true",
-                     help="6 smaller data sets, 7 variants and both baselines, 10 realisations, the full CV protocol (~2 min on 2 cores)")
+                     help="6 smaller data sets, 7 variants and both baselines, 10 realisations, the full CV "
+                          "protocol: a few minutes on 2 cores (see docs/RESULTS.md)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument(
         "--protocol", choices=PROTOCOLS, default="default",
-        help="default: the width grid extended past a chosen end, the class priors of the training set; "
-        "paper000: paper 000's width grid and equal class priors, for exact reproduction",
+        help="`default` extends the width grid past a chosen end and uses the class priors of the training set; "
+        "`paper000` uses the width grid of Diethe (2015) and equal class priors, for exact reproduction",
     )
 
     add_report_arguments(commands.add_parser(
@@ -419,12 +426,13 @@ def _parser() -> argparse.ArgumentParser:
 
     bound = commands.add_parser(
         "bound", formatter_class=formatter,
-        help="paper 002's generalisation bound beside the test error (MPKFDA refits; a synthetic curve)",
+        help="the generalisation bound of Diethe et al. (2009) beside the test error "
+             "(MPKFDA refits; a synthetic curve)",
         description="Refits the study's MPKFDA with its chosen width and k on the first realisations of each data "
         "set, and fits a synthetic problem of up to 10,000 points; writes bound.csv and bound_synthetic.csv "
         "into RESULTS_DIR, which `gkfda report` then shows.",
     )
-    bound.add_argument("results_dir", type=output_directory,
+    bound.add_argument("results_dir", type=output_directory, metavar="RESULTS_DIR",
                        help="results directory of `gkfda experiment` (its results.csv)")
     bound.add_argument("--datasets", nargs="+", metavar="NAME", help="data sets (default: every data set with MPKFDA rows)")
     bound.add_argument("--realisations", type=positive_int, default=3, metavar="N", help="first N realisations of each")
@@ -435,12 +443,15 @@ def _parser() -> argparse.ArgumentParser:
 
     pursuit = commands.add_parser(
         "pursuit", formatter_class=formatter,
-        help="paper 004's experiments: sparse kernel PCA, kernel matching pursuit, sparse kernel CCA",
-        description="The toy of paper 004's Fig. 3 (sparse kernel PCA's residual and bound), kernel matching "
-        "pursuit's bound and test error on scikit-learn's diabetes data, and sparse kernel CCA against "
-        "regularised KCCA on the digits halves; writes CSVs and summary.md into OUT.",
+        help="the experiments of Hussain et al. (2011): sparse kernel PCA, kernel matching pursuit, sparse kernel CCA",
+        description="The toy of Hussain et al. (2011), Fig. 3 (sparse kernel PCA's residual and bound), kernel "
+        "matching pursuit's bound and test error on scikit-learn's diabetes data, and sparse kernel CCA against "
+        "regularised KCCA on the digits halves; writes CSVs and summary.md into the --out directory "
+        "(./gkfda-pursuit unless given).",
     )
-    pursuit.add_argument("out", type=output_directory, help="directory for the CSVs and summary.md, created if needed")
+    pursuit.add_argument("--out", type=output_directory, default="gkfda-pursuit", metavar="DIR",
+                         help="directory for the CSVs and summary.md, created if needed "
+                              "(default: gkfda-pursuit in the current directory)")
     pursuit.add_argument("--quick", action="store_true", help="fewer bases and a smaller CCA set (seconds)")
     return parser
 

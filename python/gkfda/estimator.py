@@ -789,7 +789,7 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
     # -- the generalisation bound -----------------------------------------------------
 
     def generalisation_bound(self, delta=0.05, radius=None, variant="paper") -> GeneralisationBound:
-        """An upper bound on the true error of this two-class model (paper 002, Prop. 4.5).
+        """An upper bound on the true error of this two-class model (Diethe et al., 2009, Prop. 4.5).
 
         With probability at least ``1 - delta`` over the training sample, the error rate
         on new points from the same distribution is at most ``value``: a compression
@@ -808,7 +808,7 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
             training set, with a ``UserWarning``, since a bound read off the data is not
             the a-priori constant the theorem assumes.
         variant : {"paper", "union_bound"}, default="paper"
-            ``paper``: the bound as paper 002 prints it; ``union_bound``: with the
+            ``paper``: the bound as Diethe et al. (2009) print it; ``union_bound``: with the
             compression term ``2 k ln(em/k)`` that its union bound over the choice of
             bases gives (the printed one has ``k ln(em/k)``).
 

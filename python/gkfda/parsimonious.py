@@ -1,4 +1,4 @@
-"""The scikit-learn estimator :class:`ParsimoniousKFDA` (kFDA_q, paper 003).
+"""The scikit-learn estimator :class:`ParsimoniousKFDA` (kFDA_q of Harrison & Pasupa, 2010).
 
 A binary kernel Fisher discriminant made sparse by an ℓ_q penalty (``0 < q ≤ 1``) on its
 dual coefficients, minimised by majorize–minimize (``docs/architecture.md``, "Parsimonious
@@ -53,7 +53,7 @@ PROGRESS_STEPS = 10
 
 
 def targets(positive):
-    """``ŷ``: ``N/N₁`` on the positive class, ``−N/N₂`` on the other (paper 003's LS-FDA
+    """``ŷ``: ``N/N₁`` on the positive class, ``−N/N₂`` on the other (Harrison & Pasupa's (2010) LS-FDA
     targets, whose least-squares fit lies along the Fisher direction)."""
     positive = np.asarray(positive, dtype=bool)
     n, n_pos = len(positive), int(positive.sum())
@@ -284,7 +284,7 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
         The penalty's weight ``ρ`` (it is multiplied by ``N``). ``0`` is plain least
         squares (no sparsity): one step from ``init``, a least-squares solution.
     kernel : str or callable, default="rbf"
-        As :class:`GreedyKFDA`'s: ``rbf`` is ``exp(-gamma ||x - z||²)`` (paper 003's
+        As :class:`GreedyKFDA`'s: ``rbf`` is ``exp(-gamma ||x - z||²)`` (Harrison & Pasupa's (2010)
         ``σ`` is ``gamma = 1/(2σ²)``).
     gamma : float, {"scale", "auto"} or None, default=None
         As :class:`GreedyKFDA`'s: ``None`` is ``"scale"``, ``1 / (n_features * X.var())``.
@@ -305,7 +305,7 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
         zero stays zero); it is the start of every one-vs-rest problem, in the order of
         the training samples.
     penalize_bias : bool, default=True
-        Whether the bias ``b`` is in the penalty (paper 003 penalises it).
+        Whether the bias ``b`` is in the penalty (Harrison & Pasupa, 2010, penalise it).
     priors : array-like of shape (n_classes,) or None, default=None
         Class priors, as :class:`GreedyKFDA`'s; they enter the probabilities.
     n_jobs : int or None, default=None
@@ -327,7 +327,7 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
     intercept_ : ndarray of shape (1,) or (n_classes,)
         The bias ``b`` of each discriminant ``f``.
     theta_ : ndarray of shape (1,) or (n_classes,)
-        Paper 003's threshold ``½N(1/N₁ − 1/N₂)``, the midpoint of the targets: its rule
+        Harrison & Pasupa's (2010) threshold ``½N(1/N₁ − 1/N₂)``, the midpoint of the targets: its rule
         is ``classes_[1]`` where ``discriminant(X) > theta_``.
     n_iter_ : int, or ndarray of shape (n_classes,)
         MM iterations run.
@@ -338,13 +338,13 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
     Notes
     -----
     ``predict`` is the argmax of ``predict_proba``, as for every scikit-learn classifier;
-    it is not paper 003's rule, which is ``discriminant(X) > theta_``. The
+    it is not Harrison & Pasupa's (2010) rule, which is ``discriminant(X) > theta_``. The
     probabilities come from the discriminant's leave-one-out scores on the training set
     (in closed form: at the MM fixed point the fit is a weighted ridge regression, a
     linear smoother), through :class:`GreedyKFDA`'s calibration (an LDA on the scores,
     a temperature fitted by log-loss, then the class priors). With equal class sizes and
     priors the two rules nearly agree; otherwise ``predict`` also weighs the priors. Where
-    that calibration classifies the leave-one-out scores worse than paper 003's rule does,
+    that calibration classifies the leave-one-out scores worse than Harrison & Pasupa's (2010) rule does,
     the rule's boundary is kept (with a temperature fitted by log-loss).
 
     Examples
@@ -635,7 +635,7 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
 
     def discriminant(self, X):
         """The discriminants ``f(x) = b + Σᵢ αᵢ k(xᵢ, x)`` over the retained samples: shape
-        ``(n_samples,)`` for two classes (paper 003's rule: ``classes_[1]`` where it
+        ``(n_samples,)`` for two classes (Harrison & Pasupa's (2010) rule: ``classes_[1]`` where it
         exceeds ``theta_``), ``(n_samples, n_classes)`` one-vs-rest."""
         check_is_fitted(self)
         X = np.asarray(validate_input(self, X, reset=False), dtype=np.float64)

@@ -1,4 +1,5 @@
-"""Figures of gkfda's models and results, drawn with matplotlib (``pip install 'gkfda[plots]'``).
+"""Figures of gkfda's models and results, drawn with matplotlib (the ``plots`` extra:
+``pip install ".[plots]"`` in the directory of a clone of gkfda).
 
 The figures of ``gkfda report`` (:mod:`gkfda.study.figures`) and those of the documentation's
 gallery are drawn by these functions. Each draws on a matplotlib ``Axes`` it is given and

@@ -1,6 +1,6 @@
 """Plain NumPy reference implementation of greedy KFDA.
 
-Written straight from the papers' equations (``docs/architecture.md``; paper 000,
+Written straight from the papers' equations (``docs/architecture.md``; Diethe (2015),
 Algorithm 1): the deflated kernel ``K_t`` is materialised and rewritten at every pick,
 the per-column statistics are recomputed from it, and the Fisher discriminant in the
 Nyström space is solved with the paper's ``B`` matrix. It costs O(m²) memory and
@@ -79,7 +79,7 @@ def _class_codes(y):
 
 
 def _within_class_diagonal(y):
-    """The diagonal ``D`` of ``B = D − C`` (paper 000, eq. 2)."""
+    """The diagonal ``D`` of ``B = D − C`` (Diethe, 2015, eq. 2)."""
     pos = y > 0
     m = y.size
     m_pos = int(pos.sum())
@@ -125,7 +125,7 @@ def select(
     random_state=None,
     tol=None,
 ):
-    """Greedy basis selection of paper 000, Algorithm 1, with explicit deflation.
+    """Greedy basis selection of Diethe (2015), Algorithm 1, with explicit deflation.
 
     Parameters
     ----------

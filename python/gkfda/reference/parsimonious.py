@@ -1,4 +1,4 @@
-"""Plain NumPy reference of kFDA_q (parsimonious binary KFDA, paper 003).
+"""Plain NumPy reference of kFDA_q (parsimonious binary KFDA of Harrison & Pasupa, 2010).
 
 The literal majorize–minimize iteration on the full ``(N+1)``-coefficient system, with no
 pruning: every coefficient, however small, stays in the solve. It is the oracle of

@@ -1,4 +1,4 @@
-"""The generalisation bound of paper 002 (§4) beside the test error: ``gkfda bound``.
+"""The generalisation bound of Diethe et al. (2009, §4) beside the test error: ``gkfda bound``.
 
 Two tables, each written as CSV into the results directory (``gkfda report`` then shows them):
 
@@ -246,7 +246,7 @@ def report_section(results_dir) -> str | None:
     if (results_dir / BENCHMARK_FILE).exists():
         rows = pd.read_csv(results_dir / BENCHMARK_FILE)
         parts += [
-            f"The study's MPKFDA ({MPKFDA_METHOD}) refitted with its chosen width and k, paper 002's bound "
+            f"The study's MPKFDA ({MPKFDA_METHOD}) refitted with its chosen width and k, Diethe et al.'s (2009) bound "
             "(δ = 0.05, R = 1; `paper` and `union_bound` variants) beside the test error, means over the "
             "realisations; `recorded` is the test error in `results.csv`; the last column is the training-set "
             "size at which the same margins, variances and k would give a bound below 1. At these sizes the "

@@ -1,5 +1,5 @@
-"""Our tables beside the published ones: paper 000's grids (Figures 1-4), paper 002's Table 1
-and paper 003's Table 1 (kFDA_q), on the cells and data sets both have.
+"""Our tables beside the published ones: Diethe's (2015) grids (Figures 1-4), Diethe et al.'s (2009) Table 1
+and Harrison & Pasupa's (2010) Table 1 (kFDA_q), on the cells and data sets both have.
 
 The published numbers themselves are in :mod:`gkfda.study.published`.
 """
@@ -44,7 +44,7 @@ def grid_versus_paper(figure, title, spec, long, key, deflations, criteria) -> S
         note = "No cell in common with the published grid."
     return Section(
         stem=f"fig{figure}_{key}_vs_paper",
-        title=f"Figure {figure} ({title}) against paper 000",
+        title=f"Figure {figure} ({title}) against Diethe (2015)",
         text="Each cell: ours / paper (ours − paper), for the cells present in both "
              "(the paper has no ortho-hotelling).",
         table=table.reset_index().rename(columns={"deflation": "Deflation"}) if len(common) else pd.DataFrame(),
@@ -53,7 +53,7 @@ def grid_versus_paper(figure, title, spec, long, key, deflations, criteria) -> S
 
 
 def table1_versus_paper(table: pd.DataFrame) -> Section:
-    """Ours next to paper 002's Table 1, on the data sets in both."""
+    """Ours next to Diethe et al.'s (2009) Table 1, on the data sets in both."""
     paper = pd.DataFrame.from_dict(published.TABLE1_002, orient="index").reindex(table.index)
     rows_md, rows_csv = [], []
 
@@ -92,7 +92,7 @@ def table1_versus_paper(table: pd.DataFrame) -> Section:
     mean = published.TABLE1_002_MEAN
     return Section(
         stem="table1_vs_paper",
-        title="Table 1 against paper 002",
+        title="Table 1 against Diethe et al. (2009)",
         text="Mean test error ± s.d., ours and as published (Diethe et al., AISTATS 2009, Table 1). The Mean row "
              "averages, for each column pair, only the data sets where we have the method, so that both sides "
              "cover the same data sets. The paper's printed Mean over all 13 data sets is "
@@ -107,7 +107,7 @@ def table1_versus_paper(table: pd.DataFrame) -> Section:
     )
 
 def table1_003_versus_paper(summary: Summary) -> Section:
-    """MCR (%) and NRS (%) of kFDA_q under both rules, ours and paper 003's, per data set."""
+    """MCR (%) and NRS (%) of kFDA_q under both rules, ours and Harrison & Pasupa's (2010), per data set."""
     methods = [m for m in KFDAQ_NAMES if m in summary.info]
     datasets = [d for d in summary.datasets if any(summary.has(m, d) for m in methods)]
     rows_md, rows_csv = [], []
@@ -144,7 +144,7 @@ def table1_003_versus_paper(summary: Summary) -> Section:
     mean = published.TABLE1_003_MEAN
     return Section(
         stem="table1_003_vs_paper",
-        title="kFDA_q against paper 003, Table 1",
+        title="kFDA_q against Harrison & Pasupa (2010), Table 1",
         text="Test misclassification rate MCR (%, mean ± s.d. over the realisations) / retained samples NRS "
              "(%, 100 k_used / m_train), ours and as published (Harrison and Pasupa 2010, Table 1; their ± "
              "is not defined by the paper). \"sel. MCR\" takes the width and ρ of least CV error, \"sel. NRS\" "

@@ -1,4 +1,4 @@
-"""The study of paper 000 §3.4 on the 13 IDA benchmarks, resumable and parallel.
+"""The study of Diethe (2015, §3.4) on the 13 IDA benchmarks, resumable and parallel.
 
 The protocol (widths, sparsity and baselines by cross-validation, then every realisation)
 is :mod:`gkfda.study.protocol`. Each (data set, method) is one task; its rows are
@@ -243,7 +243,7 @@ def kfdaq_cv(benchmark, protocol: Protocol, q: float, r: int):
 
 
 def select_kfdaq(errors, retained) -> dict:
-    """Paper 003's two rules on one realisation's CV (arrays ``(folds, widths, ρs)``):
+    """Harrison & Pasupa's (2010) two rules on one realisation's CV (arrays ``(folds, widths, ρs)``):
     ``{"mcr": (i, j), "nrs": (i, j)}``, indices of the width and ρ.
 
     ``mcr``: the least mean error (ties: the first, smallest width then ρ). ``nrs``: the

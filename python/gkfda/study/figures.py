@@ -1,6 +1,7 @@
-"""The PNG figures of ``gkfda report``: paper 000's Figures 5-9 and the error against ``k``.
+"""The PNG figures of ``gkfda report``: Diethe's (2015) Figures 5-9 and the error against ``k``.
 
-Drawn by :mod:`gkfda.plotting` on the Agg canvas; needs matplotlib (``gkfda[plots]``).
+Drawn by :mod:`gkfda.plotting` on the Agg canvas; needs matplotlib (the ``plots`` extra,
+``pip install ".[plots]"`` in a clone).
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def write_figures(results: ResultSet, summary: Summary, fig_dir: Path, written: 
             if len(chosen) == 1:
                 save(fig, name, f"Figure {number}: stages ({what}), {main_sweep[0]} / {main_sweep[1]}",
                      f"Box plot over data sets of the per-data-set {quantity} for each stages value (red line: "
-                     f"median); paper 000, Figure {number}, shows pseudo / ortho-schur.")
+                     f"median); Diethe (2015), Figure {number}, shows pseudo / ortho-schur.")
             else:
                 save(fig, name, f"Figure {number} for every stage sweep ({what})",
                      f"As Figure {number}, one panel per (criterion, deflation) run with several stages values.")
@@ -90,7 +91,7 @@ def write_figures(results: ResultSet, summary: Summary, fig_dir: Path, written: 
         deflations = ordered({d for c, d in stage1 if c == criterion}, DEFLATIONS)
         per_dataset_figure(7, "fig7_deflations.png", f"Deflations (criterion {criterion}, stages 1)",
                            f"Test errors over the realisations for each deflation, criterion {criterion}, stages 1 "
-                           "(paper 000, Figure 7, uses pseudo).",
+                           "(Diethe, 2015, Figure 7, uses pseudo).",
                            [(stage1[criterion, d], d) for d in deflations])
         if criterion != "pseudo":
             notes.append(f"Figure 7 uses criterion {criterion}: no pseudo results at stages 1.")
@@ -100,7 +101,7 @@ def write_figures(results: ResultSet, summary: Summary, fig_dir: Path, written: 
         criteria = ordered({c for c, d in stage1 if d == deflation}, CRITERIA)
         per_dataset_figure(8, "fig8_criteria.png", f"Criteria (deflation {deflation}, stages 1)",
                            f"Test errors over the realisations for each criterion, deflation {deflation}, stages 1 "
-                           "(paper 000, Figure 8, uses ortho-schur).",
+                           "(Diethe, 2015, Figure 8, uses ortho-schur).",
                            [(stage1[c, deflation], c) for c in criteria])
         if deflation != "ortho-schur":
             notes.append(f"Figure 8 uses deflation {deflation}: no ortho-schur results at stages 1.")
@@ -109,7 +110,7 @@ def write_figures(results: ResultSet, summary: Summary, fig_dir: Path, written: 
         sweep = main_sweep
         per_dataset_figure(9, "fig9_stages.png", f"Stages ({sweep[0]} / {sweep[1]})",
                            f"Test errors over the realisations for each stages value, {sweep[0]} / {sweep[1]} "
-                           "(paper 000, Figure 9, uses pseudo / ortho-schur).",
+                           "(Diethe, 2015, Figure 9, uses pseudo / ortho-schur).",
                            [(summary.by_variant[sweep + (s,)], str(s)) for s in sweeps[sweep]])
     # Error against k from paths.csv.
     curves = path_curves(results)

@@ -1,4 +1,4 @@
-"""The protocol of the study of paper 000 §3.4: its grids, its splits and its configuration.
+"""The protocol of the study of Diethe (2015, §3.4): its grids, its splits and its configuration.
 
 Per data set:
 
@@ -8,7 +8,7 @@ Per data set:
    width is scored by its best validation error along the sparsity path; the median of
    the five chosen widths is kept. Where the best width is at an end of the grid, the
    default protocol extends the grid past that end, two octaves at a time, up to
-   ``2^{±11}`` (paper 002 refines its width grid too): the paper's grid was too narrow for
+   ``2^{±11}`` (Diethe et al., 2009, refine their width grid too): the paper's grid was too narrow for
    most of these data sets (9 of 13 chose ``w = 32``).
 2. **Sparsity, per variant.** With that width, the validation error of every ``k`` from
    10 to ``min(200, m)`` in steps of 10, averaged over the same folds (one fit per fold
@@ -19,8 +19,8 @@ Baselines on the same realisations, tuned by the same cross-validation (median o
 first five realisations): full regularised KFDA (width and ridge) and scikit-learn's
 ``SVC`` (``C`` and width).
 
-kFDA_q (paper 003's ``ParsimoniousKFDA``, q = 1 and q = 0.5) is tuned the same way, over the
-widths and ``ρ ∈ 10^{−5..−1}``, and reported under paper 003's two selection rules: ``mcr``,
+kFDA_q (Harrison & Pasupa's (2010) ``ParsimoniousKFDA``, q = 1 and q = 0.5) is tuned the same way, over the
+widths and ``ρ ∈ 10^{−5..−1}``, and reported under Harrison & Pasupa's (2010) two selection rules: ``mcr``,
 the setting of least CV error, and ``nrs``, the setting that retains the fewest training
 samples among those whose CV error is within one standard error (over the folds) of the
 least: the paper does not say how its NRS rule guards accuracy, and a plain NRS minimum
@@ -28,7 +28,7 @@ takes the largest ``ρ`` whatever its error.
 
 Two protocols: ``default`` (the extended width search; the class priors of each training
 set, so that a model that learned nothing predicts the majority class) and ``paper000``,
-paper 000's exactly (its width grid as it is; equal class priors, the threshold of its
+Diethe's (2015) exactly (its width grid as it is; equal class priors, the threshold of its
 Fisher discriminant at the midpoint of the class means).
 
 Examples
@@ -69,7 +69,7 @@ KFDAQ_RHOS = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1)
 #: The methods that choose their own width (no width-selection task before them).
 SELF_TUNED = BASELINES + tuple(KFDAQ_METHODS)
 ORIGINAL = ("optimal", "schur", 1)  # the algorithm of the 2009 paper: selects the width
-#: The method reported as MPKFDA (the original algorithm of paper 002).
+#: The method reported as MPKFDA (the original algorithm of Diethe et al. (2009)).
 MPKFDA_METHOD = "/".join(map(str, ORIGINAL))
 
 

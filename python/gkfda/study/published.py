@@ -1,14 +1,14 @@
 """Published results that ``gkfda`` reproduces, transcribed from the papers.
 
-Two sources:
+Three sources:
 
-* **Paper 000** -- T. Diethe, "An Empirical Study of Greedy Kernel Fisher
+* **Diethe (2015)** -- T. Diethe, "An Empirical Study of Greedy Kernel Fisher
   Discriminants", *Mathematical Problems in Engineering*, 2015.  Figures 1-4 are
   5 x 6 grids (criteria x deflations, stages = 1) of the Average Error Rate (AER),
   Average Standard Deviation (ASD), Average Running Time (ART, seconds) and Average
   Sparsity (AS, percent ``100 k / m``), each with a printed ``Average`` row and
   column.  Section 4.2 quotes a few numbers of the stage sweep (Figures 5 and 6).
-* **Paper 003** -- P. Harrison and K. Pasupa, "A simple iterative algorithm for
+* **Harrison & Pasupa (2010)** -- P. Harrison and K. Pasupa, "A simple iterative algorithm for
   parsimonious binary kernel Fisher discrimination", *Pattern Analysis and
   Applications* 13(1), 2010, Table 1: kFDA_q (q = 1 and 0.5, each under the
   selection rules "sel. MCR" and "sel. NRS"), kFDA_OLS and the best published result
@@ -17,14 +17,14 @@ Two sources:
   then NRS; in the text extraction the data-set labels of the first rows sit one row
   low, and the values here are re-aligned (the paper's textual claims and its Mean
   rows then check out).
-* **Paper 002** -- T. Diethe, Z. Hussain, D. R. Hardoon, J. Shawe-Taylor,
+* **Diethe et al. (2009)** -- T. Diethe, Z. Hussain, D. R. Hardoon, J. Shawe-Taylor,
   "Matching Pursuit Kernel Fisher Discriminant Analysis", AISTATS 2009, Table 1:
   test errors and standard deviations of KFDA, MPKFDA and the SVM on the 13 IDA
   benchmarks, with the mean sparsity ``k`` of MPKFDA.
 
 The numbers are copied exactly as printed (no rounding or correction); the grids
 use the package's names: deflations ``none``, ``hotelling``, ``projection``,
-``schur``, ``ortho-projection``, ``ortho-schur`` (paper 000 has no
+``schur``, ``ortho-projection``, ``ortho-schur`` (Diethe (2015) has no
 ``ortho-hotelling``) and criteria ``random``, ``optimal``, ``pseudo``, ``reverse``,
 ``reverse-pseudo``; data sets use the keys of :func:`gkfda.datasets.list_benchmarks`
 (the paper's "Diabetes" is ``diabetis``, "Breast Cancer" is ``breast_cancer``,
@@ -32,7 +32,7 @@ use the package's names: deflations ``none``, ``hotelling``, ``projection``,
 
 Known inconsistencies of the sources (kept as printed, see :data:`TEXT_000`):
 
-* the text of paper 000 quotes several Figure 1/3 values one unit of the last
+* the text of Diethe (2015) quotes several Figure 1/3 values one unit of the last
   digit away (ORTHO-SCHUR average AER 0.218 vs 0.219 printed, pseudo average 0.202
   vs 0.203, optimal average 0.215 vs 0.216, ORTHO-SCHUR average ART 0.872 vs
   0.873) and calls optimal + SCHUR "AER = 0.186" where Figure 1 prints 0.188
@@ -80,13 +80,13 @@ __all__ = [
     "TABLE1_003_COLUMNS",
 ]
 
-#: Criteria of paper 000, in the column order of Figures 1-4.
+#: Criteria of Diethe (2015), in the column order of Figures 1-4.
 CRITERIA_000 = ("random", "optimal", "pseudo", "reverse", "reverse-pseudo")
 
-#: Deflations of paper 000, in the row order of Figures 1-4.
+#: Deflations of Diethe (2015), in the row order of Figures 1-4.
 DEFLATIONS_000 = ("none", "hotelling", "projection", "schur", "ortho-projection", "ortho-schur")
 
-#: Numbers of stages compared in paper 000 (Section 3.4 and Figures 5, 6 and 9).
+#: Numbers of stages compared in Diethe (2015, Section 3.4 and Figures 5, 6 and 9).
 STAGES_000 = (1, 2, 5, 10)
 
 
@@ -99,7 +99,7 @@ def _grid(rows):
     }
 
 
-# Paper 000, Figure 1: Average Error Rate (test error averaged over all splits and all
+# Diethe (2015), Figure 1: Average Error Rate (test error averaged over all splits and all
 # data sets), stages = 1.  Columns: random, optimal, pseudo, reverse, reverse-pseudo.
 _FIG1 = {
     "none": (0.219, 0.283, 0.271, 0.309, 0.310),
@@ -114,7 +114,7 @@ _FIG1_ROW_AVERAGE = {"none": 0.278, "hotelling": 0.279, "projection": 0.235, "sc
 _FIG1_COLUMN_AVERAGE = {"random": 0.225, "optimal": 0.216, "pseudo": 0.203, "reverse": 0.289,
                         "reverse-pseudo": 0.295}
 
-# Paper 000, Figure 2: Average Standard Deviation (s.d. of the test error over the
+# Diethe (2015), Figure 2: Average Standard Deviation (s.d. of the test error over the
 # splits, averaged over data sets), stages = 1.
 _FIG2 = {
     "none": (0.034, 0.032, 0.032, 0.029, 0.029),
@@ -129,7 +129,7 @@ _FIG2_ROW_AVERAGE = {"none": 0.031, "hotelling": 0.036, "projection": 0.030, "sc
 _FIG2_COLUMN_AVERAGE = {"random": 0.037, "optimal": 0.027, "pseudo": 0.024, "reverse": 0.034,
                         "reverse-pseudo": 0.035}
 
-# Paper 000, Figure 3: Average Running Time (final training time in seconds, averaged
+# Diethe (2015), Figure 3: Average Running Time (final training time in seconds, averaged
 # over all splits and all data sets), stages = 1.
 _FIG3 = {
     "none": (0.303, 1.316, 0.786, 1.661, 0.962),
@@ -144,7 +144,7 @@ _FIG3_ROW_AVERAGE = {"none": 1.006, "hotelling": 0.700, "projection": 1.366, "sc
 _FIG3_COLUMN_AVERAGE = {"random": 0.728, "optimal": 1.099, "pseudo": 0.841, "reverse": 1.407,
                         "reverse-pseudo": 1.108}
 
-# Paper 000, Figure 4: Average Sparsity, 100 k / m in percent (the paper prints "7.0%"),
+# Diethe (2015), Figure 4: Average Sparsity, 100 k / m in percent (the paper prints "7.0%"),
 # averaged over all splits and all data sets, stages = 1.
 _FIG4 = {
     "none": (7.0, 6.4, 13.5, 11.3, 11.4),
@@ -159,16 +159,16 @@ _FIG4_ROW_AVERAGE = {"none": 9.9, "hotelling": 3.4, "projection": 6.8, "schur": 
 _FIG4_COLUMN_AVERAGE = {"random": 6.5, "optimal": 5.8, "pseudo": 6.7, "reverse": 8.3,
                         "reverse-pseudo": 8.2}
 
-#: Paper 000, Figure 1 (AER), ``{(deflation, criterion): test error}``, stages = 1.
+#: Diethe (2015), Figure 1 (AER), ``{(deflation, criterion): test error}``, stages = 1.
 FIGURE1_AER = _grid(_FIG1)
-#: Paper 000, Figure 2 (ASD), ``{(deflation, criterion): s.d. of the test error}``.
+#: Diethe (2015), Figure 2 (ASD), ``{(deflation, criterion): s.d. of the test error}``.
 FIGURE2_ASD = _grid(_FIG2)
-#: Paper 000, Figure 3 (ART), ``{(deflation, criterion): training time in seconds}``.
+#: Diethe (2015), Figure 3 (ART), ``{(deflation, criterion): training time in seconds}``.
 FIGURE3_ART = _grid(_FIG3)
-#: Paper 000, Figure 4 (AS), ``{(deflation, criterion): 100 k / m in percent}``.
+#: Diethe (2015), Figure 4 (AS), ``{(deflation, criterion): 100 k / m in percent}``.
 FIGURE4_AS = _grid(_FIG4)
 
-#: Figures 1-4 of paper 000 with their printed margins: ``{figure number: {"key",
+#: Figures 1-4 of Diethe (2015) with their printed margins: ``{figure number: {"key",
 #: "title", "unit", "cells", "row_average" (per deflation), "column_average" (per
 #: criterion), "overall"}}``.
 FIGURES_000 = {
@@ -186,7 +186,7 @@ FIGURES_000 = {
         "column_average": _FIG4_COLUMN_AVERAGE, "overall": 7.1},
 }
 
-#: Paper 000, Section 4.2: the only numbers quoted for the stage sweep of Figures 5
+#: Diethe (2015), Section 4.2: the only numbers quoted for the stage sweep of Figures 5
 #: and 6 (criterion pseudo, deflation ORTHO-SCHUR).  ``{stages: {"aer", "asd",
 #: "art"}}``; ART in seconds.  Stages 5 and 10 are only described ("steady
 #: degradation ... until we reach 10 stages where the performance declines
@@ -200,7 +200,7 @@ STAGE_SWEEP_000 = {
     },
 }
 
-#: Other numbers quoted in the text of paper 000 (Section 4.1), with the value printed
+#: Other numbers quoted in the text of Diethe (2015, Section 4.1), with the value printed
 #: in the figure for the same quantity where it differs.
 TEXT_000 = {
     "ortho-schur average AER": {"text": 0.218, "figure": 0.219},
@@ -229,7 +229,7 @@ TABLE1_002_COLUMNS = (
     "svm_error", "svm_sd",
 )
 
-#: Paper 002 spelling of our data-set keys.
+#: Diethe et al. (2009) spelling of our data-set keys.
 PAPER_NAMES_002 = {
     "banana": "Banana",
     "breast_cancer": "Breast Cancer",
@@ -263,12 +263,12 @@ _T1 = {
     "waveform":      (21, 400, 4600, 0.1228, 0.0053, 0.1027, 0.0046, 13, 0.1031, 0.0047),
 }
 
-#: Paper 002, Table 1: ``{dataset: {column: value}}`` with the columns of
+#: Diethe et al. (2009), Table 1: ``{dataset: {column: value}}`` with the columns of
 #: :data:`TABLE1_002_COLUMNS` (errors are fractions; ``mpkfda_k`` is the number of
 #: bases).  100 splits per data set (20 for image and splice).
 TABLE1_002 = {name: dict(zip(TABLE1_002_COLUMNS, values)) for name, values in _T1.items()}
 
-#: Paper 002, Table 1, printed "Mean" row (errors, s.d.s and k only).
+#: Diethe et al. (2009), Table 1, printed "Mean" row (errors, s.d.s and k only).
 TABLE1_002_MEAN = {
     "kfda_error": 0.1550, "kfda_sd": 0.0237,
     "mpkfda_error": 0.1550, "mpkfda_sd": 0.0274, "mpkfda_k": 26.5,
@@ -309,7 +309,7 @@ _T3 = {
                  (10.7, 0.1, 2.3)),
 }
 
-#: Paper 003, Table 1: ``{dataset: {column: {"mcr": %, "spread": % or None, "nrs": %}}}``
+#: Harrison & Pasupa (2010), Table 1: ``{dataset: {column: {"mcr": %, "spread": % or None, "nrs": %}}}``
 #: with the columns of :data:`TABLE1_003_COLUMNS`, as printed (one decimal; "±" is not
 #: defined by the paper, presumably the s.d. over the test partitions; an NRS of 100.0
 #: is a non-sparse method).  100 partitions per data set (20 for image and splice).
@@ -319,7 +319,7 @@ TABLE1_003 = {
     for name, values in _T3.items()
 }
 
-#: Paper 003, Table 1, printed "Mean" rows: ``{column: {"mcr": %, "nrs": %}}``.
+#: Harrison & Pasupa (2010), Table 1, printed "Mean" rows: ``{column: {"mcr": %, "nrs": %}}``.
 TABLE1_003_MEAN = {
     column: {"mcr": mcr, "nrs": nrs}
     for column, mcr, nrs in zip(TABLE1_003_COLUMNS, (12.8, 14.5, 12.7, 13.7, 12.8, 13.7),

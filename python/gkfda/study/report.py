@@ -3,20 +3,20 @@
 :func:`write_report` reads ``results.csv`` (and, when present, ``gamma.csv``,
 ``paths.csv`` and ``config.json``) and writes, each as Markdown and CSV:
 
-* the stages = 1 grids of paper 000, Figures 1-4 (AER, ASD, ART, AS) and their
+* the stages = 1 grids of Diethe (2015), Figures 1-4 (AER, ASD, ART, AS) and their
   differences from the published grids (:mod:`gkfda.study.published`);
 * the stage sweeps of Figures 5-6 and their per-data-set box-plot data;
-* the per-data-set table of paper 002, Table 1 (KFDA, MPKFDA = ``optimal/schur/1``,
+* the per-data-set table of Diethe et al. (2009), Table 1 (KFDA, MPKFDA = ``optimal/schur/1``,
   SVM), alone and next to the published values;
 * the realisation counts per data set and method, the chosen widths and a summary
   of the sparsity paths;
 
 plus ``report.md``, an index embedding every table, and PNG figures in the style
-of paper 000, Figures 5-9 (and error against ``k``) when matplotlib is importable.
+of Diethe (2015), Figures 5-9 (and error against ``k``) when matplotlib is importable.
 Partial results (a run still going, or a subset of data sets and methods) are
 reported as they are, and what is missing is listed.
 
-Definitions (paper 000, Section 4.1): for one method and data set the test errors
+Definitions (Diethe, 2015, Section 4.1): for one method and data set the test errors
 of the realisations give a mean and a standard deviation (``ddof=1``, undefined
 with a single realisation); AER is the mean over data sets of the mean errors, ASD
 the mean over data sets of the standard deviations, ART the mean over data sets of
@@ -58,6 +58,12 @@ from .._core import CRITERIA, DEFLATIONS
 from . import bound, published, tables
 from .figures import write_figures
 from .markdown import isnum, markdown_table, write_csv
+
+#: What a report without matplotlib says, in report.md and on stderr: figures need the ``plots``
+#: extra, installed from the directory of a clone as gkfda itself is.
+NO_MATPLOTLIB = ('matplotlib is not installed, so no figures were drawn; install the plots extra '
+                 '(pip install ".[plots]" in the directory of a clone of gkfda) or matplotlib itself '
+                 '(pip install matplotlib)')
 from .protocol import BASELINES, MPKFDA_METHOD
 from .results import RUN_KEY, ResultSet, Summary, load_results, ordered
 
@@ -98,7 +104,7 @@ def _missing(results: ResultSet, summary: Summary, limit: int = 40) -> List[str]
 
     not_run = [d for d in (expected_datasets or published.TABLE1_002) if d not in summary.datasets]
     if not_run:
-        scope = "configured" if expected_datasets else "benchmark (paper 000 uses 13)"
+        scope = "configured" if expected_datasets else "benchmark (Diethe, 2015, uses 13)"
         lines.append(f"{scope.capitalize()} data sets with no results: {', '.join(not_run)}.")
     grid = [(d, c) for d in DEFLATIONS for c in CRITERIA if (c, d, 1) not in summary.by_variant]
     if grid:
@@ -207,8 +213,7 @@ def write_report(results_dir, out_dir=None, *, figures: bool = True, canonical_o
         try:
             import matplotlib  # noqa: F401
         except ImportError:
-            figure_notes.append("matplotlib is not installed, so no figures were drawn "
-                                "(`pip install gkfda[plots]` or `pip install matplotlib`).")
+            figure_notes.append(NO_MATPLOTLIB + ".")
         else:
             try:
                 write_figures(results, summary, out / "figures", written, figure_notes, made)
@@ -233,8 +238,8 @@ def write_report(results_dir, out_dir=None, *, figures: bool = True, canonical_o
         if isnum(wall):
             lines.append(f"Wall time of the run(s): {wall:.1f} s ({wall / 3600:.2f} h).")
     lines += ["", "Tables are also in CSV next to this file (same name, `.csv`); "
-              "published values are from `gkfda.study.published` (paper 000: Diethe 2015, Figures 1-4; "
-              "paper 002: Diethe et al. 2009, Table 1).", ""]
+              "published values are from `gkfda.study.published` (Diethe, 2015, Figures 1-4; "
+              "Diethe et al., 2009, Table 1).", ""]
     lines += ["## Contents", ""]
     lines += [f"- [{s.title}]({s.stem}.md)" for s in sections]
     if made:
@@ -290,6 +295,11 @@ def run(args: argparse.Namespace) -> int:
     index = files[-1]
     n_png = sum(f.suffix == ".png" for f in files)
     print(f"gkfda report: {len(files)} files ({n_png} figures) in {index.parent}; start with {index}")
+    if not getattr(args, "no_figures", False):
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            print(f"gkfda report: warning: {NO_MATPLOTLIB}", file=sys.stderr)
     return 0
 
 

@@ -1,4 +1,4 @@
-"""The tables of a results directory: paper 000's grids and stage sweeps, paper 002's Table 1,
+"""The tables of a results directory: Diethe's (2015) grids and stage sweeps, Diethe et al.'s (2009) Table 1,
 kFDA_q's table, and the realisation counts, chosen widths and sparsity paths.
 
 Each table is a :class:`~gkfda.study.markdown.Section` (Markdown and CSV); the comparisons with
@@ -21,7 +21,7 @@ from .protocol import MPKFDA_METHOD
 from .results import ResultSet, Summary, finite_mean, ordered, parse_numbers, rank_of
 
 _GRID_METRICS = (
-    # key, figure of paper 000, title, column of the statistics, Markdown format, unit
+    # key, figure of Diethe (2015), title, column of the statistics, Markdown format, unit
     ("aer", 1, "Average Error Rate (AER)", "err_mean", "{:.3f}",
      "test error averaged over the realisations of each data set, then over data sets"),
     ("asd", 2, "Average Standard Deviation (ASD)", "err_sd", "{:.3f}",
@@ -36,7 +36,7 @@ _GRID_METRICS = (
 
 
 def grid_sections(summary: Summary, stages: int = 1):
-    """Paper 000, Figures 1-4, and their comparison with the published grids."""
+    """Diethe (2015), Figures 1-4, and their comparison with the published grids."""
     cells = {(d, c): m for (c, d, s), m in summary.by_variant.items() if s == stages}
     deflations = ordered({d for d, _ in cells}, DEFLATIONS)
     criteria = ordered({c for _, c in cells}, CRITERIA)
@@ -85,7 +85,7 @@ def grid_sections(summary: Summary, stages: int = 1):
             notes.append(f"No greedy variant with stages = {stages} in the results.")
         sections.append(Section(
             stem=f"fig{figure}_{key}",
-            title=f"Paper 000, Figure {figure}: {title}, stages = {stages}",
+            title=f"Diethe (2015), Figure {figure}: {title}, stages = {stages}",
             text=f"Rows: deflations; columns: criteria. Cells: {unit}; the smallest cell is in bold. "
                  "`Average` is the plain mean of the cells shown.",
             table=table if cells else pd.DataFrame(), csv=csv, notes=notes,
@@ -95,7 +95,7 @@ def grid_sections(summary: Summary, stages: int = 1):
 
 
 def stage_sections(summary: Summary) -> List[Section]:
-    """Paper 000, Figures 5-6 (and the data of Figure 9): every stage sweep present."""
+    """Diethe (2015), Figures 5-6 (and the data of Figure 9): every stage sweep present."""
     sweeps = summary.sweeps()
     paper = published.STAGE_SWEEP_000
     rows_md, rows_csv, boxes, box_md = [], [], [], []
@@ -130,7 +130,7 @@ def stage_sections(summary: Summary) -> List[Section]:
     none = "" if sweeps else "No (criterion, deflation) was run with more than one stages value."
     summary_section = Section(
         stem="stages",
-        title="Paper 000, Figures 5-6: stage sweeps",
+        title="Diethe (2015), Figures 5-6: stage sweeps",
         text="For every (criterion, deflation) run with several stages values: AER, ASD, ART and AS over the "
              "data sets (as in Figures 1-4), and the median [quartiles] across data sets of the mean test error "
              "(the box of Figure 5). The paper quotes numbers only for pseudo / ortho-schur, stages 1 and 2 "
@@ -157,7 +157,7 @@ def stage_sections(summary: Summary) -> List[Section]:
 
 
 def table1_sections(summary: Summary, mpkfda: str = MPKFDA_METHOD) -> List[Section]:
-    """Paper 002, Table 1 from our results, and next to the published one."""
+    """Diethe et al. (2009), Table 1 from our results, and next to the published one."""
     methods = {"kfda": "kfda", "mpkfda": mpkfda, "svm": "svm"}
     datasets = [d for d in summary.datasets if any(summary.has(m, d) for m in methods.values())]
     stats = {key: summary.of(method).reindex(datasets) for key, method in methods.items()}
@@ -201,10 +201,10 @@ def table1_sections(summary: Summary, mpkfda: str = MPKFDA_METHOD) -> List[Secti
         if method not in summary.info:
             notes.append(f"No `{method}` results: the {key.upper()} columns are empty.")
     if mismatches:
-        notes.append("Dim/Train/Test differ from paper 002 for: " + "; ".join(mismatches) + ".")
+        notes.append("Dim/Train/Test differ from Diethe et al. (2009) for: " + "; ".join(mismatches) + ".")
     ours = Section(
         stem="table1",
-        title="Paper 002, Table 1: KFDA, MPKFDA and SVM per data set",
+        title="Diethe et al. (2009), Table 1: KFDA, MPKFDA and SVM per data set",
         text=f"Mean test error and its s.d. over the realisations; MPKFDA is `{mpkfda}`, with its mean selected "
              "sparsity `k`. The Mean row averages the data sets.",
         table=text_frame(rows_md, ["Data set", "Dim", "Train", "Test", "KFDA error", "s.d.", "MPKFDA error", "s.d.",
@@ -215,7 +215,7 @@ def table1_sections(summary: Summary, mpkfda: str = MPKFDA_METHOD) -> List[Secti
 
 
 def kfdaq_sections(summary: Summary, mpkfda: str = MPKFDA_METHOD) -> List[Section]:
-    """kFDA_q (paper 003): its Table 1 beside ours, and our Table 1 with kFDA_q added;
+    """kFDA_q (Harrison & Pasupa, 2010): its Table 1 beside ours, and our Table 1 with kFDA_q added;
     none when the results hold no kFDA_q rows."""
     if not any(method in summary.info for method in KFDAQ_NAMES):
         return []
@@ -311,7 +311,7 @@ def gamma_section(results: ResultSet) -> Optional[Section]:
         stem="gamma",
         title="Kernel widths chosen by cross-validation",
         text="RBF kernel exp(−γ‖x − z‖²), width = 1/γ: the median of the widths chosen on the cross-validation "
-             "realisations (paper 000, Section 3.4).",
+             "realisations (Diethe, 2015, Section 3.4).",
         table=table, csv=csv,
         notes=[] if len(table) else ["`gamma.csv` has no rows yet."],
     )
