@@ -550,7 +550,7 @@ fn bad_inputs_are_errors_naming_the_row() {
     let message = f32_model.predict_proba(&x, 3).unwrap_err().to_string();
     assert!(message.contains("row 1"), "{message}");
     // In short scientific form, not as its 301 digits, with its column; the C ABI's too.
-    assert!(message.contains("1.000e300 at column 0"), "{message}");
+    assert!(message.contains("(1.000e300) at column 0"), "{message}");
     assert!(message.len() < 120, "{message}");
     let bytes = spec("GreedyKFDA", "classifier", "rbf", "logistic", 1, "float32").bytes();
     unsafe {
