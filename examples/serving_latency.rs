@@ -214,7 +214,7 @@ fn synthetic(k: usize, d: usize) -> Vec<u8> {
             "dtype": "float64", "n_features": d, "n_bases": k, "n_outputs": 1,
             "link": "logistic", "classes": {"kind": "int", "values": [0, 1]}
         },
-        "state": null
+        "state": {}
     });
     let le = |v: Vec<f64>| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
     let points = le(inputs(k, d).iter().map(|v| v * 0.9 + 0.1).collect());

@@ -42,7 +42,9 @@ extern "C" {
 typedef struct gkfda_model gkfda_model;
 
 /* Loads and checks the model file at path (NUL-terminated). On success *out is a new
- * model, to be freed with gkfda_model_free; on error *out is left untouched. */
+ * model, to be freed with gkfda_model_free; on error *out is left untouched. Only a
+ * regular file is read (GKFDA_ERROR_IO for a FIFO, a device or a directory), and no more
+ * of it than its header accounts for (GKFDA_ERROR_MODEL for a file of another size). */
 int gkfda_model_load(const char *path, gkfda_model **out);
 
 /* As gkfda_model_load, from the len bytes of a model file at data (copied: the caller

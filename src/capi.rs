@@ -112,7 +112,8 @@ fn query<T>(fallback: T, work: impl FnOnce() -> Option<T>) -> T {
 }
 
 /// Loads the model file at `path` into a new handle written to `*out` (freed by
-/// [`gkfda_model_free`]); `*out` is untouched on error.
+/// [`gkfda_model_free`]); `*out` is untouched on error. Reads as [`Model::load`]: a
+/// regular file only, and no more of it than its header accounts for.
 ///
 /// # Safety
 /// `path` is null or a NUL-terminated string; `out` is null or valid for a write.

@@ -34,10 +34,12 @@ use crate::tuning::DIRECT_EXPANSION_ROWS;
 use ndarray::{Array2, ArrayView2};
 use safetensors::tensor::TensorView;
 use safetensors::{Dtype, SafeTensors};
-use serde_json::{Map, Value};
+use serde::de::{Deserializer as _, Error as _, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Number, Value};
 use sha2::{Digest, Sha256};
 use std::any::TypeId;
 use std::collections::{HashMap, HashSet};
+use std::io::Read;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -46,6 +48,13 @@ use std::sync::atomic::AtomicBool;
 pub const CHECKSUM: &str = "checksum";
 /// The largest header a reader accepts (the specification's limit), in bytes.
 pub const MAX_HEADER_BYTES: u64 = 16 << 20;
+/// The largest `n_features`, `n_bases` and `n_outputs` (the Python reader's bound too:
+/// every such count is exact in a float64).
+pub const MAX_COUNT: u64 = 1 << 53;
+/// The largest `degree` of a predictor (`powi` takes an `i32`).
+pub const MAX_DEGREE: u64 = i32::MAX as u64;
+/// The most dimensions of a tensor.
+pub const MAX_DIMENSIONS: usize = 4;
 /// The one version of the format this reader knows.
 pub const FORMAT_VERSION: u64 = 1;
 /// The estimators whose files this reader accepts (the `estimator` key).
@@ -93,6 +102,9 @@ enum Basis {
     F32(Bases<f32>),
     /// `precomputed`: the input's columns at these indices.
     Columns(Vec<usize>),
+    /// No bases: `z` is the bias. Nothing is prepared, so no allocation at load grows
+    /// with `n_features`, which then no tensor bounds.
+    Empty,
 }
 
 /// A fitted model read from a model file: immutable, `Send + Sync`, predicting through
@@ -161,36 +173,29 @@ impl Rows<'_> {
 
 impl Model {
     /// Reads and checks the model file at `path`.
+    ///
+    /// Only a regular file is read (a FIFO or a device would block or never end), and
+    /// only as many bytes as its header accounts for: the 8-byte length, then the header
+    /// (at most [`MAX_HEADER_BYTES`]), then the tensors' bytes; a file of another size is
+    /// refused before its data is read. Errors name `path`.
     pub fn load(path: impl AsRef<Path>) -> Result<Model> {
         let path = path.as_ref();
-        let bytes = std::fs::read(path).map_err(|e| Error::Io {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })?;
-        Model::from_bytes(&bytes)
+        let named = |error: Error| match error {
+            Error::InvalidModel(message) => {
+                Error::InvalidModel(format!("{}: {message}", path.display()))
+            }
+            other => other,
+        };
+        let bytes = read_file(path).map_err(named)?;
+        Model::from_bytes(&bytes).map_err(named)
     }
 
     /// Reads and checks a model file's bytes. Nothing in them is trusted: any
     /// inconsistency is an [`Error::InvalidModel`] naming it.
     pub fn from_bytes(bytes: &[u8]) -> Result<Model> {
-        let Some(length) = bytes.get(..8) else {
-            return Err(invalid(format!(
-                "{} bytes is shorter than the 8-byte header length",
-                bytes.len()
-            )));
-        };
-        let header = u64::from_le_bytes(length.try_into().expect("8 bytes"));
-        if header > MAX_HEADER_BYTES {
-            return Err(invalid(format!(
-                "header of {header} bytes exceeds the limit of {MAX_HEADER_BYTES}"
-            )));
-        }
-        if header > (bytes.len() - 8) as u64 {
-            return Err(invalid(format!(
-                "header of {header} bytes runs past the end of the file ({} bytes)",
-                bytes.len()
-            )));
-        }
+        let header = header_length(bytes.first_chunk::<8>(), bytes.len() as u64)?;
+        let data = check_header(bytes.get(8..8 + header).unwrap_or_default())?;
+        check_size(header, data, bytes.len() as u64)?;
         let (header, metadata) = SafeTensors::read_metadata(bytes)
             .map_err(|e| invalid(format!("not a safetensors file: {e}")))?;
         let range = checksum_range(header, &metadata)?;
@@ -202,7 +207,9 @@ impl Model {
         let tensors = SafeTensors::deserialize(bytes)
             .map_err(|e| invalid(format!("not a safetensors file: {e}")))?;
         let text = match metadata.metadata() {
-            Some(map) if map.len() == 1 && map.contains_key("gkfda") => &map["gkfda"],
+            Some(map) if map.len() == 1 && map.contains_key("gkfda") => {
+                map.get("gkfda").map_or("", String::as_str)
+            }
             Some(map) if map.contains_key("gkfda") => {
                 let mut others: Vec<_> = map.keys().filter(|k| *k != "gkfda").collect();
                 others.sort();
@@ -212,8 +219,11 @@ impl Model {
             }
             _ => return Err(invalid("__metadata__ has no \"gkfda\" entry")),
         };
-        let meta: Value = serde_json::from_str(text)
-            .map_err(|e| invalid(format!("the metadata is not JSON: {e}")))?;
+        let meta = unique_json(text).map_err(|e| {
+            invalid(format!(
+                "the metadata is not JSON without repeated keys: {e}"
+            ))
+        })?;
         Model::from_parts(&meta, &tensors)
     }
 
@@ -248,29 +258,34 @@ impl Model {
                 )))
             }
         };
+        if let Some(key) = meta.keys().find(|k| !METADATA_KEYS.contains(&k.as_str())) {
+            return Err(invalid(format!("the metadata has an unknown key {key:?}")));
+        }
         let lean = match meta.get("lean") {
             Some(Value::Bool(lean)) => *lean,
             other => return Err(invalid(format!("lean is {}, not a boolean", show(other)))),
         };
-        match meta.get("params") {
-            None | Some(Value::Object(_)) => {}
-            Some(other) => return Err(invalid(format!("params is {other}, not an object"))),
-        }
+        let params = match meta.get("params") {
+            Some(Value::Object(params)) => params,
+            other => return Err(invalid(format!("params is {}, not an object", show(other)))),
+        };
         let predictor = match meta.get("predictor") {
             Some(Value::Object(p)) => p,
             other => return Err(invalid(format!("predictor is {}", show(other)))),
         };
         let state = match meta.get("state") {
-            None | Some(Value::Null) => None,
-            Some(state @ Value::Object(_)) => Some(state),
+            Some(state @ Value::Object(_)) => state,
             Some(other) => {
                 return Err(invalid(format!(
                     "state is {}, not an object",
                     kind_of(other)
                 )))
             }
+            None => return Err(invalid("state is missing")),
         };
-        let mut model = Predictor::parse(predictor)?.read(tensors)?;
+        let predictor = Predictor::parse(predictor, &estimator)?;
+        check_priors(params.get("priors"), predictor.classes.len())?;
+        let mut model = predictor.read(tensors)?;
         model.estimator = estimator;
         model.gkfda_version = gkfda_version;
         model.lean = lean;
@@ -488,6 +503,14 @@ impl Model {
                     self.linear(values.mapv(f64::from))?
                 }
             }
+            Basis::Empty => {
+                if let (Float::F32, Rows::F64(x)) = (self.float, x) {
+                    for (i, &v) in x.iter().enumerate() {
+                        narrow(v, i / d, i % d)?;
+                    }
+                }
+                self.linear(Array2::zeros((n_rows, 0)))?
+            }
             Basis::Columns(columns) => {
                 let mut values = Array2::<f64>::zeros((n_rows, columns.len()));
                 for (i, mut row) in values.rows_mut().into_iter().enumerate() {
@@ -495,7 +518,7 @@ impl Model {
                         let v = x.get(i * d + j);
                         // Step 1 in `dtype`: a float32 model rounds its input first.
                         *value = match self.float {
-                            Float::F32 => narrow(v, i)? as f64,
+                            Float::F32 => narrow(v, i, j)? as f64,
                             Float::F64 => v,
                         };
                     }
@@ -593,22 +616,281 @@ fn as_f32(x: Rows, d: usize) -> Result<std::borrow::Cow<[f32]>> {
         Rows::F64(x) => x
             .iter()
             .enumerate()
-            .map(|(i, &v)| narrow(v, i / d.max(1)))
+            .map(|(i, &v)| narrow(v, i / d.max(1), i % d.max(1)))
             .collect::<Result<Vec<f32>>>()
             .map(std::borrow::Cow::Owned),
     }
 }
 
-/// `v` in float32, or an error naming the row if it is beyond float32's range.
-fn narrow(v: f64, row: usize) -> Result<f32> {
+/// `v` in float32, or an error naming its row and column if it is beyond float32's range
+/// (the value in short scientific form: it has some 300 digits).
+fn narrow(v: f64, row: usize, column: usize) -> Result<f32> {
     let narrowed = v as f32;
     if narrowed.is_finite() {
         Ok(narrowed)
     } else {
         Err(Error::invalid(
             "X",
-            format!("row {row} has a value ({v}) beyond the range of the model's float32"),
+            format!(
+                "row {row} has a value ({v:.3e}) at column {column} beyond the range of the \
+                 model's float32"
+            ),
         ))
+    }
+}
+
+/// The header's length from the file's first 8 bytes (`None`: the file is shorter),
+/// checked against the limit and against the file's `size`.
+fn header_length(first: Option<&[u8; 8]>, size: u64) -> Result<usize> {
+    let Some(first) = first else {
+        return Err(invalid(format!(
+            "{size} bytes is shorter than the 8-byte header length"
+        )));
+    };
+    let header = u64::from_le_bytes(*first);
+    if header > MAX_HEADER_BYTES {
+        return Err(invalid(format!(
+            "header of {header} bytes exceeds the limit of {MAX_HEADER_BYTES}"
+        )));
+    }
+    if header > size - 8 {
+        return Err(invalid(format!(
+            "header of {header} bytes runs past the end of the file ({size} bytes)"
+        )));
+    }
+    usize::try_from(header).map_err(|_| invalid("the header does not fit in memory"))
+}
+
+/// The rules of the header the safetensors crate lets through: no key twice (the crate
+/// keeps the last), each tensor's entry exactly `dtype`, `shape` and `data_offsets`, at
+/// most [`MAX_DIMENSIONS`] dimensions. Returns the end of the tensors' data (the largest
+/// end offset), which the crate checks against the rest of the header.
+fn check_header(header: &[u8]) -> Result<u64> {
+    let text = std::str::from_utf8(header).map_err(|e| {
+        invalid(format!(
+            "not a safetensors file: the header is not UTF-8: {e}"
+        ))
+    })?;
+    let header = unique_json(text).map_err(|e| {
+        invalid(format!(
+            "not a safetensors file: the header is not JSON without repeated keys: {e}"
+        ))
+    })?;
+    let Value::Object(entries) = header else {
+        return Err(invalid(
+            "not a safetensors file: the header is not a JSON object",
+        ));
+    };
+    let mut end = 0;
+    for (name, entry) in entries.iter().filter(|(name, _)| *name != "__metadata__") {
+        let entry = match entry {
+            Value::Object(entry)
+                if entry.len() == 3
+                    && ["dtype", "shape", "data_offsets"]
+                        .iter()
+                        .all(|key| entry.contains_key(*key)) =>
+            {
+                entry
+            }
+            _ => {
+                return Err(invalid(format!(
+                    "tensor {name:?}: its header entry must have exactly dtype, shape and \
+                     data_offsets"
+                )))
+            }
+        };
+        if let Some(Value::Array(shape)) = entry.get("shape") {
+            if shape.len() > MAX_DIMENSIONS {
+                return Err(invalid(format!(
+                    "tensor {name:?} has {} dimensions; the format allows at most \
+                     {MAX_DIMENSIONS}",
+                    shape.len()
+                )));
+            }
+        }
+        if let Some(Value::Array(offsets)) = entry.get("data_offsets") {
+            if let Some(stop) = offsets.get(1).and_then(Value::as_u64) {
+                end = u64::max(end, stop);
+            }
+        }
+    }
+    Ok(end)
+}
+
+/// A file of `size` bytes holds exactly its header's `header` bytes and `data` bytes of
+/// tensors after the 8-byte length.
+fn check_size(header: usize, data: u64, size: u64) -> Result<()> {
+    let expected = (8 + header as u64).saturating_add(data);
+    if size > expected {
+        return Err(invalid(format!(
+            "the file has {size} bytes, more than the {expected} its header accounts for"
+        )));
+    }
+    if size < expected {
+        return Err(invalid(format!(
+            "truncated: the file has {size} bytes, fewer than the {expected} its header \
+             accounts for"
+        )));
+    }
+    Ok(())
+}
+
+/// The bytes of the model file at `path`, read as [`Model::load`] says: a regular file
+/// only, and never more bytes than its header accounts for.
+fn read_file(path: &Path) -> Result<Vec<u8>> {
+    let io = |message: String| Error::Io {
+        path: path.display().to_string(),
+        message,
+    };
+    // The type is checked before opening: opening a FIFO for reading blocks until a
+    // writer comes.
+    let regular = |kind: std::fs::FileType| {
+        if kind.is_file() {
+            Ok(())
+        } else {
+            let what = if kind.is_dir() {
+                "a directory"
+            } else if kind.is_symlink() {
+                "a symbolic link"
+            } else {
+                "a FIFO, socket or device"
+            };
+            Err(io(format!(
+                "is not a regular file (it is {what}); a model file is read from a regular file"
+            )))
+        }
+    };
+    let metadata = std::fs::metadata(path).map_err(|e| io(e.to_string()))?;
+    regular(metadata.file_type())?;
+    let mut file = std::fs::File::open(path).map_err(|e| io(e.to_string()))?;
+    // The path may name another file by now: the opened one is checked again.
+    let metadata = file.metadata().map_err(|e| io(e.to_string()))?;
+    regular(metadata.file_type())?;
+    let size = metadata.len();
+    let mut first = [0u8; 8];
+    let length = header_length(
+        match size {
+            0..8 => None,
+            _ => {
+                file.read_exact(&mut first).map_err(|e| io(e.to_string()))?;
+                Some(&first)
+            }
+        },
+        size,
+    )?;
+    let mut header = Vec::new();
+    (&mut file)
+        .take(length as u64)
+        .read_to_end(&mut header)
+        .map_err(|e| io(e.to_string()))?;
+    if header.len() != length {
+        return Err(io("the file shrank while it was read".to_string()));
+    }
+    let data = check_header(&header)?;
+    check_size(length, data, size)?;
+    let data_length =
+        usize::try_from(data).map_err(|_| invalid("the data does not fit in memory"))?;
+    let mut bytes = Vec::new();
+    bytes
+        .try_reserve_exact(8 + length + data_length)
+        .map_err(|_| Error::OutOfMemory {
+            what: "the model file",
+            bytes: 8 + length + data_length,
+        })?;
+    bytes.extend_from_slice(&first);
+    bytes.extend_from_slice(&header);
+    (&mut file)
+        .take(data)
+        .read_to_end(&mut bytes)
+        .map_err(|e| io(e.to_string()))?;
+    let mut more = [0u8; 1];
+    let grown = file.read(&mut more).map_err(|e| io(e.to_string()))? != 0;
+    if bytes.len() as u64 != size || grown {
+        return Err(io("the file changed size while it was read".to_string()));
+    }
+    Ok(bytes)
+}
+
+/// `text` as JSON, refused if an object has a key twice (`serde_json::Value` would keep
+/// the last silently, where the Python reader refuses).
+fn unique_json(text: &str) -> serde_json::Result<Value> {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let value = deserializer.deserialize_any(UniqueKeys)?;
+    deserializer.end()?;
+    Ok(value)
+}
+
+/// Builds a [`Value`] as `serde_json` does, but refuses a repeated key.
+struct UniqueKeys;
+
+impl<'de> serde::de::DeserializeSeed<'de> for UniqueKeys {
+    type Value = Value;
+
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> std::result::Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for UniqueKeys {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> std::result::Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> std::result::Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> std::result::Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> std::result::Result<Value, E> {
+        Number::from_f64(v)
+            .map(Value::Number)
+            .ok_or_else(|| E::custom(format!("{v} is not a JSON number")))
+    }
+
+    fn visit_str<E>(self, v: &str) -> std::result::Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+
+    fn visit_string<E>(self, v: String) -> std::result::Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> std::result::Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Value, A::Error> {
+        let mut values = Vec::new();
+        while let Some(value) = seq.next_element_seed(UniqueKeys)? {
+            values.push(value);
+        }
+        Ok(Value::Array(values))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Value, A::Error> {
+        let mut object = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if object.contains_key(&key) {
+                return Err(A::Error::custom(format!(
+                    "the key {key:?} appears twice in an object"
+                )));
+            }
+            let value = map.next_value_seed(UniqueKeys)?;
+            object.insert(key, value);
+        }
+        Ok(Value::Object(object))
     }
 }
 
@@ -682,7 +964,20 @@ struct Predictor {
     n_outputs: usize,
     class_kind: Option<ClassKind>,
     classes: Vec<String>,
+    /// The optional `predict.*` tensors this estimator's predictor may have.
+    optional: &'static [&'static str],
 }
+
+const METADATA_KEYS: [&str; 8] = [
+    "format",
+    "format_version",
+    "gkfda_version",
+    "estimator",
+    "lean",
+    "params",
+    "predictor",
+    "state",
+];
 
 const PREDICTOR_KEYS: [&str; 11] = [
     "task",
@@ -698,31 +993,62 @@ const PREDICTOR_KEYS: [&str; 11] = [
     "classes",
 ];
 
-fn count(p: &Map<String, Value>, key: &str) -> Result<usize> {
+/// What each estimator's predictor is: its task, its links, the optional tensors it has.
+fn estimator_predictor(estimator: &str) -> (Task, &'static [Link], &'static [&'static str]) {
+    const CLASSIFIER: &[Link] = &[Link::Logistic, Link::Softmax, Link::Ovr];
+    match estimator {
+        "ParsimoniousKFDA" => (
+            Task::Classifier,
+            &[Link::Logistic, Link::Ovr],
+            &["predict.slope", "predict.offset"],
+        ),
+        "KernelMatchingPursuit" => (Task::Regressor, &[Link::Identity], &[]),
+        "GreedyNystroem" => (Task::Transformer, &[Link::Identity], &[]),
+        "SparseKernelPCA" => (Task::Transformer, &[Link::Identity], &["predict.lower"]),
+        "SparseKernelCCA" => (
+            Task::Transformer,
+            &[Link::Identity],
+            &["predict.lower", "predict.center"],
+        ),
+        // GreedyKFDA, GreedyKFDACV
+        _ => (Task::Classifier, CLASSIFIER, &[]),
+    }
+}
+
+/// `predictor.<key>`: an integer from `smallest` to [`MAX_COUNT`].
+fn count(p: &Map<String, Value>, key: &str, smallest: u64) -> Result<usize> {
     p.get(key)
         .and_then(Value::as_u64)
+        .filter(|n| (smallest..=MAX_COUNT).contains(n))
         .and_then(|n| usize::try_from(n).ok())
         .ok_or_else(|| {
             invalid(format!(
-                "predictor.{key} is {}, not a non-negative integer",
+                "predictor.{key} is {}, not an integer from {smallest} to 2^53",
                 show(p.get(key))
             ))
         })
 }
 
+/// `predictor.<key>`: a finite number.
 fn number(p: &Map<String, Value>, key: &str) -> Result<f64> {
-    p.get(key).and_then(Value::as_f64).ok_or_else(|| {
-        invalid(format!(
-            "predictor.{key} is {}, not a number",
-            show(p.get(key))
-        ))
-    })
+    p.get(key)
+        .and_then(Value::as_f64)
+        .filter(|v| v.is_finite())
+        .ok_or_else(|| {
+            invalid(format!(
+                "predictor.{key} is {}, not a finite number",
+                show(p.get(key))
+            ))
+        })
 }
 
 impl Predictor {
-    fn parse(p: &Map<String, Value>) -> Result<Predictor> {
+    fn parse(p: &Map<String, Value>, estimator: &str) -> Result<Predictor> {
         if let Some(key) = p.keys().find(|k| !PREDICTOR_KEYS.contains(&k.as_str())) {
             return Err(invalid(format!("predictor has an unknown key {key:?}")));
+        }
+        if let Some(key) = PREDICTOR_KEYS.iter().find(|k| !p.contains_key(**k)) {
+            return Err(invalid(format!("predictor.{key} is missing")));
         }
         let text = |key: &str| match p.get(key) {
             Some(Value::String(s)) => Ok(s.as_str()),
@@ -744,44 +1070,59 @@ impl Predictor {
             "identity" => Link::Identity,
             other => return Err(invalid(format!("predictor.link {other:?} is unknown"))),
         };
+        let (expected_task, links, optional) = estimator_predictor(estimator);
+        if task != expected_task {
+            return Err(invalid(format!(
+                "predictor.task is {:?}; a {estimator} is a {}",
+                text("task")?,
+                match expected_task {
+                    Task::Classifier => "classifier",
+                    Task::Regressor => "regressor",
+                    Task::Transformer => "transformer",
+                }
+            )));
+        }
+        if !links.contains(&link) {
+            return Err(invalid(format!(
+                "predictor.link {:?} is not a link of a {estimator}",
+                text("link")?
+            )));
+        }
         let float = match text("dtype")? {
             "float32" => Float::F32,
             "float64" => Float::F64,
             other => return Err(invalid(format!("predictor.dtype {other:?} is unknown"))),
         };
         let kernel_name = text("kernel")?.to_string();
-        // Parameters a kernel does not take may be absent, null or a number.
-        for key in ["gamma", "degree", "coef0"] {
-            if let Some(v) = p.get(key) {
-                if !(v.is_null() || v.is_number()) {
-                    return Err(invalid(format!("predictor.{key} is {v}, not a number")));
-                }
-            }
+        // Every kernel's file holds all three parameters, used or not (one rule for every
+        // reader).
+        let gamma = number(p, "gamma")?;
+        if gamma <= 0.0 {
+            return Err(invalid(format!(
+                "predictor.gamma is {gamma}, not a positive finite number"
+            )));
         }
+        let degree = p
+            .get("degree")
+            .and_then(Value::as_u64)
+            .filter(|d| (1..=MAX_DEGREE).contains(d))
+            .and_then(|d| u32::try_from(d).ok())
+            .ok_or_else(|| {
+                invalid(format!(
+                    "predictor.degree is {}, not an integer from 1 to {MAX_DEGREE}",
+                    show(p.get("degree"))
+                ))
+            })?;
+        let coef0 = number(p, "coef0")?;
         let kernel = match kernel_name.as_str() {
             "precomputed" => None,
             "linear" => Some(Kernel::Linear),
-            "rbf" => Some(Kernel::Rbf {
-                gamma: number(p, "gamma")?,
+            "rbf" => Some(Kernel::Rbf { gamma }),
+            "poly" => Some(Kernel::Poly {
+                gamma,
+                degree,
+                coef0,
             }),
-            "poly" => {
-                let degree = p
-                    .get("degree")
-                    .and_then(Value::as_u64)
-                    .and_then(|d| u32::try_from(d).ok())
-                    .ok_or_else(|| {
-                        invalid(format!(
-                            "predictor.degree is {}, not an integer of at most 2^32 - 1",
-                            show(p.get("degree"))
-                        ))
-                    })?;
-                Some(Kernel::from_name(
-                    "poly",
-                    number(p, "gamma")?,
-                    degree,
-                    number(p, "coef0")?,
-                )?)
-            }
             other => {
                 return Err(invalid(format!(
                     "predictor.kernel {other:?} is unknown; expected one of {}, precomputed",
@@ -796,14 +1137,9 @@ impl Predictor {
             };
             checked.map_err(|e| invalid(format!("predictor: {e}")))?;
         }
-        let n_features = count(p, "n_features")?;
-        let n_bases = count(p, "n_bases")?;
-        let n_outputs = count(p, "n_outputs")?;
-        if n_features == 0 || n_outputs == 0 {
-            return Err(invalid(
-                "predictor: n_features and n_outputs must be at least 1",
-            ));
-        }
+        let n_features = count(p, "n_features", 1)?;
+        let n_bases = count(p, "n_bases", 0)?;
+        let n_outputs = count(p, "n_outputs", 1)?;
         let (class_kind, classes) = parse_classes(p.get("classes"))?;
         let n_classes = classes.len();
         let consistent = match (task, link) {
@@ -839,6 +1175,7 @@ impl Predictor {
             n_outputs,
             class_kind,
             classes,
+            optional,
         })
     }
 
@@ -851,12 +1188,6 @@ impl Predictor {
         } else {
             "predict.columns"
         });
-        let optional = [
-            "predict.lower",
-            "predict.center",
-            "predict.slope",
-            "predict.offset",
-        ];
         let mut present = HashMap::new();
         for (name, view) in tensors.iter() {
             if name == CHECKSUM {
@@ -870,9 +1201,9 @@ impl Predictor {
                 )));
             }
             if name.starts_with("predict.") {
-                if !(expected.contains(&name) || optional.contains(&name)) {
+                if !(expected.contains(&name) || self.optional.contains(&name)) {
                     return Err(invalid(format!(
-                        "tensor {name:?} is not used by this predictor (kernel {:?})",
+                        "tensor {name:?} is not part of this predictor (kernel {:?})",
                         self.kernel_name
                     )));
                 }
@@ -883,82 +1214,107 @@ impl Predictor {
                 )));
             }
         }
-        if let Some(missing) = expected.iter().find(|n| !present.contains_key(*n)) {
+        // What the estimator's predictor always has: SparseKernelPCA's lower, ...
+        if let Some(missing) = expected
+            .iter()
+            .chain(self.optional)
+            .find(|n| !present.contains_key(*n))
+        {
             return Err(invalid(format!("tensor {missing:?} is missing")));
         }
-        if present.contains_key("predict.slope") != present.contains_key("predict.offset") {
-            return Err(invalid(
-                "predict.slope and predict.offset must be present together",
-            ));
-        }
-        let f64s = |name: &str, shape: &[usize]| -> Result<Option<Vec<f64>>> {
-            let Some(view) = present.get(name) else {
-                return Ok(None);
-            };
+        let tensor = |name: &str| {
+            present
+                .get(name)
+                .ok_or_else(|| invalid(format!("tensor {name:?} is missing")))
+        };
+        let f64s = |name: &str, shape: &[usize]| -> Result<Vec<f64>> {
+            let view = tensor(name)?;
             check_shape(name, view, Dtype::F64, shape)?;
             let values = floats_f64(view.data());
             if values.iter().any(|v| !v.is_finite()) {
                 return Err(invalid(format!("tensor {name:?} has a non-finite value")));
             }
-            Ok(Some(values))
+            Ok(values)
         };
-        let weights = f64s("predict.weights", &[k, c])?.expect("checked present");
-        let weights = Array2::from_shape_vec((k, c), weights).expect("shape checked");
-        let bias = f64s("predict.bias", &[c])?.expect("checked present");
-        let lower = f64s("predict.lower", &[k, k])?;
+        let optional = |name: &str, shape: &[usize]| -> Result<Option<Vec<f64>>> {
+            if self.optional.contains(&name) {
+                f64s(name, shape).map(Some)
+            } else {
+                Ok(None)
+            }
+        };
+        let weights = Array2::from_shape_vec((k, c), f64s("predict.weights", &[k, c])?)
+            .map_err(|e| invalid(format!("tensor \"predict.weights\": {e}")))?;
+        let bias = f64s("predict.bias", &[c])?;
+        let lower = optional("predict.lower", &[k, k])?;
         if let Some(lower) = &lower {
-            for i in 0..k {
-                if lower[i * k + i] == 0.0 {
+            for (i, row) in lower.chunks_exact(k.max(1)).enumerate() {
+                // Positive as the Python reader requires (a Cholesky factor's diagonal).
+                if row.get(i).is_none_or(|&v| v <= 0.0) {
                     return Err(invalid(format!(
-                        "predict.lower has a zero on its diagonal (row {i})"
+                        "predict.lower has a diagonal value that is not positive (row {i})"
                     )));
                 }
-                if lower[i * k + i + 1..(i + 1) * k].iter().any(|&v| v != 0.0) {
+                if row.iter().skip(i + 1).any(|&v| v != 0.0) {
                     return Err(invalid(format!(
                         "predict.lower is not lower triangular (row {i})"
                     )));
                 }
             }
         }
-        let center = f64s("predict.center", &[k])?;
-        let calibration = match (f64s("predict.slope", &[c])?, f64s("predict.offset", &[c])?) {
+        let center = optional("predict.center", &[k])?;
+        let calibration = match (
+            optional("predict.slope", &[c])?,
+            optional("predict.offset", &[c])?,
+        ) {
             (Some(slope), Some(offset)) => Some((slope, offset)),
             _ => None,
         };
         let basis = match (&self.kernel, self.float) {
             (None, _) => {
-                let view = &present["predict.columns"];
+                let view = tensor("predict.columns")?;
                 check_shape("predict.columns", view, Dtype::I64, &[k])?;
-                let columns = view
-                    .data()
-                    .chunks_exact(8)
-                    .map(|b| i64::from_le_bytes(b.try_into().expect("8 bytes")))
+                let (chunks, _) = view.data().as_chunks::<8>();
+                let columns = chunks
+                    .iter()
+                    .map(|b| i64::from_le_bytes(*b))
                     .map(|j| usize::try_from(j).ok().filter(|&j| j < d))
                     .collect::<Option<Vec<usize>>>()
                     .ok_or_else(|| {
                         invalid(format!("predict.columns has an index outside [0, {d})"))
                     })?;
+                let mut seen = HashSet::with_capacity(columns.len());
+                if let Some(j) = columns.iter().find(|&&j| !seen.insert(j)) {
+                    return Err(invalid(format!("predict.columns has the index {j} twice")));
+                }
                 Basis::Columns(columns)
             }
-            (Some(kernel), Float::F64) => {
-                let view = &present["predict.points"];
-                check_shape("predict.points", view, Dtype::F64, &[k, d])?;
-                let points = floats_f64(view.data());
-                if points.iter().any(|v| !v.is_finite()) {
-                    return Err(invalid("tensor \"predict.points\" has a non-finite value"));
+            (Some(kernel), float) => {
+                let view = tensor("predict.points")?;
+                let dtype = match float {
+                    Float::F64 => Dtype::F64,
+                    Float::F32 => Dtype::F32,
+                };
+                check_shape("predict.points", view, dtype, &[k, d])?;
+                let shape_error = |e| invalid(format!("tensor \"predict.points\": {e}"));
+                let non_finite = || invalid("tensor \"predict.points\" has a non-finite value");
+                if k == 0 {
+                    Basis::Empty
+                } else if float == Float::F64 {
+                    let points = floats_f64(view.data());
+                    if points.iter().any(|v| !v.is_finite()) {
+                        return Err(non_finite());
+                    }
+                    let points = Array2::from_shape_vec((k, d), points).map_err(shape_error)?;
+                    Basis::F64(Bases::new(points.view(), kernel))
+                } else {
+                    let points = floats_f32(view.data());
+                    if points.iter().any(|v| !v.is_finite()) {
+                        return Err(non_finite());
+                    }
+                    let points = Array2::from_shape_vec((k, d), points).map_err(shape_error)?;
+                    Basis::F32(Bases::new(points.view(), kernel))
                 }
-                let points = Array2::from_shape_vec((k, d), points).expect("shape checked");
-                Basis::F64(Bases::new(points.view(), kernel))
-            }
-            (Some(kernel), Float::F32) => {
-                let view = &present["predict.points"];
-                check_shape("predict.points", view, Dtype::F32, &[k, d])?;
-                let points = floats_f32(view.data());
-                if points.iter().any(|v| !v.is_finite()) {
-                    return Err(invalid("tensor \"predict.points\" has a non-finite value"));
-                }
-                let points = Array2::from_shape_vec((k, d), points).expect("shape checked");
-                Basis::F32(Bases::new(points.view(), kernel))
             }
         };
         Ok(Model {
@@ -997,20 +1353,19 @@ fn check_shape(name: &str, view: &TensorView, dtype: Dtype, shape: &[usize]) -> 
 }
 
 fn floats_f64(bytes: &[u8]) -> Vec<f64> {
-    bytes
-        .chunks_exact(8)
-        .map(|b| f64::from_le_bytes(b.try_into().expect("8 bytes")))
-        .collect()
+    let (chunks, _) = bytes.as_chunks::<8>();
+    chunks.iter().map(|b| f64::from_le_bytes(*b)).collect()
 }
 
 fn floats_f32(bytes: &[u8]) -> Vec<f32> {
-    bytes
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes")))
-        .collect()
+    let (chunks, _) = bytes.as_chunks::<4>();
+    chunks.iter().map(|b| f32::from_le_bytes(*b)).collect()
 }
 
-/// `classes`: null, or `{"kind", "values"}` with distinct labels of that kind.
+/// `classes`: null, or `{"kind", "values"}` with labels of that kind in strictly
+/// increasing order (as `np.unique` gives them, which the Python reader requires): numbers
+/// by value, so `1` and `1.0` of kind float are one label; strings by code point (UTF-8
+/// byte order), after dropping trailing U+0000, which a NumPy string array drops.
 fn parse_classes(classes: Option<&Value>) -> Result<(Option<ClassKind>, Vec<String>)> {
     let classes = match classes {
         Some(Value::Null) => return Ok((None, Vec::new())),
@@ -1043,40 +1398,107 @@ fn parse_classes(classes: Option<&Value>) -> Result<(Option<ClassKind>, Vec<Stri
         return Err(invalid("predictor.classes.values is not an array"));
     };
     let mut labels = Vec::with_capacity(values.len());
-    let mut seen = HashSet::new();
-    for value in values {
+    let mut previous: Option<Label> = None;
+    for (i, value) in values.iter().enumerate() {
         let label = match (kind, value) {
-            (ClassKind::Int, Value::Number(n)) if n.is_i64() || n.is_u64() => n.to_string(),
-            (ClassKind::Float, Value::Number(n)) if n.as_f64().is_some_and(f64::is_finite) => {
-                n.to_string()
+            (ClassKind::Int, Value::Number(n)) if n.is_i64() => {
+                n.as_i64().map(|v| (Label::Int(v), n.to_string()))
             }
-            (ClassKind::Bool, Value::Bool(b)) => b.to_string(),
-            (ClassKind::Str, Value::String(s)) => s.clone(),
-            _ => {
-                return Err(invalid(format!(
-                    "predictor.classes.values has {} for kind {:?}",
-                    show(Some(value)),
-                    classes["kind"]
-                )))
+            (ClassKind::Float, Value::Number(n)) => n
+                .as_f64()
+                .filter(|v| v.is_finite())
+                .map(|v| (Label::Float(v), n.to_string())),
+            (ClassKind::Bool, Value::Bool(b)) => Some((Label::Bool(*b), b.to_string())),
+            (ClassKind::Str, Value::String(s)) => {
+                let s = s.trim_end_matches('\0');
+                Some((Label::Str(s.to_string()), s.to_string()))
             }
+            _ => None,
         };
-        if !seen.insert(label.clone()) {
+        let Some((label, text)) = label else {
             return Err(invalid(format!(
-                "predictor.classes.values has {label:?} twice"
+                "predictor.classes.values has {} for kind {}",
+                show(Some(value)),
+                show(classes.get("kind"))
             )));
+        };
+        if let Some(previous) = &previous {
+            if !previous.before(&label) {
+                return Err(invalid(format!(
+                    "predictor.classes.values: label {i} ({}) does not come after the one \
+                     before it; the labels must be distinct and increasing",
+                    show(Some(value))
+                )));
+            }
         }
-        labels.push(label);
+        previous = Some(label);
+        labels.push(text);
     }
     Ok((Some(kind), labels))
 }
 
+/// A class label as its kind orders it.
+enum Label {
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Str(String),
+}
+
+impl Label {
+    fn before(&self, next: &Label) -> bool {
+        match (self, next) {
+            (Label::Int(a), Label::Int(b)) => a < b,
+            (Label::Float(a), Label::Float(b)) => a < b,
+            (Label::Bool(a), Label::Bool(b)) => a < b,
+            (Label::Str(a), Label::Str(b)) => a < b,
+            _ => false,
+        }
+    }
+}
+
+/// `params.priors`, when present and not null: one positive finite number per class,
+/// summing to 1 within 1e-6 (the estimator's own rule).
+fn check_priors(priors: Option<&Value>, n_classes: usize) -> Result<()> {
+    let priors = match priors {
+        None | Some(Value::Null) => return Ok(()),
+        Some(Value::Array(priors)) => priors,
+        Some(other) => {
+            return Err(invalid(format!(
+                "params.priors is {}, not a list of numbers",
+                show(Some(other))
+            )))
+        }
+    };
+    if priors.len() != n_classes {
+        return Err(invalid(format!(
+            "params.priors has {} values; the model has {n_classes} classes",
+            priors.len()
+        )));
+    }
+    let mut sum = 0.0;
+    for prior in priors {
+        match prior.as_f64() {
+            Some(p) if p.is_finite() && p > 0.0 && !prior.is_boolean() => sum += p,
+            _ => {
+                return Err(invalid(format!(
+                    "params.priors has {}; every prior must be a positive finite number",
+                    show(Some(prior))
+                )))
+            }
+        }
+    }
+    if (sum - 1.0).abs() > 1e-6 {
+        return Err(invalid(format!("params.priors sums to {sum}, not 1")));
+    }
+    Ok(())
+}
+
 /// The `state` tree's tensor references name present tensors, every `state.*` tensor is
 /// referenced, and the floating ones are finite (the reader does not use them otherwise).
-fn check_state(state: Option<&Value>, tensors: &SafeTensors) -> Result<()> {
+fn check_state(state: &Value, tensors: &SafeTensors) -> Result<()> {
     let mut referenced = HashSet::new();
-    if let Some(state) = state {
-        collect_references(state, &mut referenced);
-    }
+    collect_references(state, &mut referenced);
     for name in &referenced {
         if tensors.tensor(name).is_err() {
             return Err(invalid(format!(
@@ -1130,7 +1552,7 @@ fn collect_references<'a>(value: &'a Value, out: &mut HashSet<&'a str>) {
 pub fn example_file() -> Vec<u8> {
     let predictor = serde_json::json!({
         "format": "gkfda", "format_version": 1, "gkfda_version": "0.1.0",
-        "estimator": "GreedyKFDA", "lean": true, "params": {},
+        "estimator": "GreedyKFDA", "lean": true, "params": {}, "state": {},
         "predictor": {
             "task": "classifier", "kernel": "rbf", "gamma": 0.5, "degree": 3, "coef0": 1.0,
             "dtype": "float64", "n_features": 2, "n_bases": 2, "n_outputs": 1,
