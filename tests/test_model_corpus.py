@@ -205,9 +205,6 @@ def _reordered():
     return file.bytes()
 
 
-# Refused by the Rust reader; the Python reader is to refuse them as well.
-_PYTHON_FIX = "the Python reader does not refuse this yet"
-
 ACCEPTED, REFUSED = "accepted", "refused"
 CASES = [
     *((path.stem, _fixture(path.name), ACCEPTED) for path in sorted(MODELS.glob("*.gkfda"))),
@@ -240,7 +237,7 @@ CASES = [
     ("str labels unsorted", _labels("greedy_binary_f32.gkfda", ["spam", "ham"], ["spam", "ham"]), REFUSED),
     ("str labels equal after NUL", _labels("greedy_binary_f32.gkfda", ["ham", "ham\0"], ["ham", "ham\0"]), REFUSED),
     ("str label lone surrogate",
-     _labels("greedy_binary_f32.gkfda", ["spam", "\ud800"], ["spam", "\ud800"]), REFUSED, _PYTHON_FIX),
+     _labels("greedy_binary_f32.gkfda", ["spam", "\ud800"], ["spam", "\ud800"]), REFUSED),
     # degree, gamma, coef0 on any kernel.
     ("rbf degree 0", _predictor("greedy_binary_rbf_lean.gkfda", degree=0), REFUSED),
     ("rbf degree 2^31", _predictor("greedy_binary_rbf_lean.gkfda", degree=2**31), REFUSED),
@@ -249,8 +246,8 @@ CASES = [
     ("precomputed gamma 0", _predictor("greedy_precomputed.gkfda", gamma=0.0), REFUSED),
     ("linear coef0 null", _predictor("greedy_linear.gkfda", coef0=None), REFUSED),
     # params.priors.
-    ("priors of one class", _params("greedy_binary_rbf_lean.gkfda", priors=[1.0]), REFUSED, _PYTHON_FIX),
-    ("priors summing to 1.1", _params("greedy_binary_rbf_lean.gkfda", priors=[0.5, 0.6]), REFUSED, _PYTHON_FIX),
+    ("priors of one class", _params("greedy_binary_rbf_lean.gkfda", priors=[1.0]), REFUSED),
+    ("priors summing to 1.1", _params("greedy_binary_rbf_lean.gkfda", priors=[0.5, 0.6]), REFUSED),
     # Dimensions.
     ("no bases, n_features 2^63+5", _no_bases(2**63 + 5), REFUSED),
     ("no bases, n_features 2^53+1", _no_bases(2**53 + 1), REFUSED),
@@ -270,14 +267,8 @@ CASES = [
 ]
 
 
-def _python_cases():
-    for name, build, verdict, *fix in CASES:
-        marks = [pytest.mark.xfail(strict=False, reason=reason) for reason in fix]
-        yield pytest.param(name, build, verdict, marks=marks, id=name)
-
-
-def _rust_cases():
-    for name, build, verdict, *_ in CASES:
+def _cases():
+    for name, build, verdict in CASES:
         yield pytest.param(name, build, verdict, id=name)
 
 
@@ -289,14 +280,14 @@ def _verdict(read):
     return ACCEPTED
 
 
-@pytest.mark.parametrize(("name", "build", "verdict"), list(_python_cases()))
+@pytest.mark.parametrize(("name", "build", "verdict"), list(_cases()))
 def test_python_reader(name, build, verdict, tmp_path):
     path = tmp_path / "model.gkfda"
     path.write_bytes(build())
     assert _verdict(lambda: gkfda.load(path)) == verdict
 
 
-@pytest.mark.parametrize(("name", "build", "verdict"), list(_rust_cases()))
+@pytest.mark.parametrize(("name", "build", "verdict"), list(_cases()))
 def test_rust_reader(name, build, verdict):
     data = build()
     assert _verdict(lambda: _core.read_model_bytes(data)) == verdict
