@@ -221,9 +221,13 @@ fn for_blocks<'a, F: Real>(
 ) -> CowArray<'a, F, Ix2> {
     match centre {
         Some(centre) if matches!(kernel, Kernel::Rbf { .. }) => {
-            CowArray::from(Array2::from_shape_fn(x.dim(), |(i, j)| {
-                F::from_f64(x[[i, j]].as_f64() - centre[j])
-            }))
+            let mut moved = x.as_standard_layout().into_owned();
+            for mut row in moved.rows_mut() {
+                for (value, &c) in row.iter_mut().zip(centre) {
+                    *value = F::from_f64(value.as_f64() - c);
+                }
+            }
+            CowArray::from(moved)
         }
         _ => CowArray::from(x),
     }
@@ -235,13 +239,15 @@ fn rbf_centre<F: Real>(z: ArrayView2<F>, kernel: &Kernel) -> Option<Vec<f64>> {
     if !matches!(kernel, Kernel::Rbf { .. }) {
         return None;
     }
+    // Row by row (each feature summed in the rows' order): contiguous reads.
+    let mut sums = vec![0.0; z.ncols()];
+    for row in z.rows() {
+        for (sum, value) in sums.iter_mut().zip(row) {
+            *sum += value.as_f64();
+        }
+    }
     let rows = z.nrows().max(1) as f64;
-    Some(
-        z.columns()
-            .into_iter()
-            .map(|column| column.iter().map(|v| v.as_f64()).sum::<f64>() / rows)
-            .collect(),
-    )
+    Some(sums.into_iter().map(|sum| sum / rows).collect())
 }
 
 /// [`rbf_centre`] for the Gram matrix of a fit, in float32 only: float64 Gram matrices are
