@@ -174,7 +174,14 @@ impl Kernel {
                     for (value, &nz) in values.iter_mut().zip(norms_z) {
                         // Rounding can make a tiny distance negative: clamp it to 0, but let
                         // a NaN through (`max` would turn it into 0, and its kernel value to 1).
-                        let distance = nx + nz - two * *value;
+                        let mut distance = nx + nz - two * *value;
+                        if distance.is_nan() && (nx == F::infinity() || nz == F::infinity()) {
+                            // A squared norm beyond `F`'s range with a product that
+                            // overflowed too (∞ − ∞): the points are farther apart than `F`
+                            // holds, at kernel value 0, as in a wider type. A NaN point has
+                            // a NaN norm and keeps its NaN.
+                            distance = F::infinity();
+                        }
                         *value = minus_gamma
                             * if distance < F::zero() {
                                 F::zero()
@@ -201,13 +208,12 @@ fn squared_norms<F: Real>(x: ArrayView2<F>) -> Vec<F> {
     x.rows().into_iter().map(|r| r.dot(&r)).collect()
 }
 
-/// `x` as the kernel blocks should see it: moved by `-centre` for a float32 RBF, as it is
-/// otherwise. The RBF depends only on `x − z`, and `‖x‖² + ‖z‖² − 2x·z` cancels every
-/// digit in float32 far from the origin (kernel errors of 0.3 at an offset of 1e3), so both
-/// sets move by the same centre, computed in float64. The centre is the mean of the set
-/// the model holds (the training points, the bases), never of the points being predicted,
-/// so that a prediction does not depend on its batch. float64 is left as it is: it cancels
-/// only ~1e8 times farther out.
+/// `x` as the kernel blocks should see it: moved by `-centre` for an RBF, as it is
+/// otherwise. The RBF depends only on `x − z`, and `‖x‖² + ‖z‖² − 2x·z` cancels the digits
+/// that the common offset of both sets takes (float32: kernel errors of 0.3 at an offset of
+/// 1e3; float64: 1e-4 at 1e6), so both sets move by the same centre, computed in float64.
+/// The centre is the mean of the set the model holds (the training points, the bases),
+/// never of the points being predicted, so that a prediction does not depend on its batch.
 fn for_blocks<'a, F: Real>(
     x: ArrayView2<'a, F>,
     kernel: &Kernel,
@@ -215,27 +221,43 @@ fn for_blocks<'a, F: Real>(
 ) -> CowArray<'a, F, Ix2> {
     match centre {
         Some(centre) if matches!(kernel, Kernel::Rbf { .. }) => {
-            CowArray::from(Array2::from_shape_fn(x.dim(), |(i, j)| {
-                F::from_f64(x[[i, j]].as_f64() - centre[j])
-            }))
+            let mut moved = x.as_standard_layout().into_owned();
+            for mut row in moved.rows_mut() {
+                for (value, &c) in row.iter_mut().zip(centre) {
+                    *value = F::from_f64(value.as_f64() - c);
+                }
+            }
+            CowArray::from(moved)
         }
         _ => CowArray::from(x),
     }
 }
 
-/// The float64 mean of the rows of `z` when `F` is float32 and the kernel an RBF: the
-/// centre of [`for_blocks`].
+/// The float64 mean of the rows of `z` when the kernel is an RBF: the centre of
+/// [`for_blocks`], by which every prediction path ([`Bases`]) moves both sets.
 fn rbf_centre<F: Real>(z: ArrayView2<F>, kernel: &Kernel) -> Option<Vec<f64>> {
-    if TypeId::of::<F>() != TypeId::of::<f32>() || !matches!(kernel, Kernel::Rbf { .. }) {
+    if !matches!(kernel, Kernel::Rbf { .. }) {
         return None;
     }
+    // Row by row (each feature summed in the rows' order): contiguous reads.
+    let mut sums = vec![0.0; z.ncols()];
+    for row in z.rows() {
+        for (sum, value) in sums.iter_mut().zip(row) {
+            *sum += value.as_f64();
+        }
+    }
     let rows = z.nrows().max(1) as f64;
-    Some(
-        z.columns()
-            .into_iter()
-            .map(|column| column.iter().map(|v| v.as_f64()).sum::<f64>() / rows)
-            .collect(),
-    )
+    Some(sums.into_iter().map(|sum| sum / rows).collect())
+}
+
+/// [`rbf_centre`] for the Gram matrix of a fit, in float32 only: float64 Gram matrices are
+/// computed from the points as they are, so that a fit's selection (and its ties) is that
+/// of `gkfda.reference`, whose kernels are not moved.
+fn gram_centre<F: Real>(x: ArrayView2<F>, kernel: &Kernel) -> Option<Vec<f64>> {
+    if TypeId::of::<F>() != TypeId::of::<f32>() {
+        return None;
+    }
+    rbf_centre(x, kernel)
 }
 
 fn allocate<F: Real>(rows: usize, cols: usize) -> Result<Array2<F>> {
@@ -318,7 +340,7 @@ pub fn cross_with_stop<F: Real>(
 }
 
 /// A set of points on the right of a cross kernel or expansion, as its blocks see them:
-/// moved by the RBF centre in float32 (see `for_blocks`), with their squared norms. Made
+/// moved by the RBF centre (see `for_blocks`), with their squared norms. Made
 /// once, it saves a model the O(k·d) of both per prediction; the values are those
 /// [`cross`] and [`expansion`] compute, bit for bit.
 #[derive(Debug, Clone)]
@@ -607,7 +629,7 @@ pub fn gram_into_with_stop<F: Real>(
             ),
         ));
     }
-    let centre = rbf_centre(x, kernel);
+    let centre = gram_centre(x, kernel);
     let x = for_blocks(x, kernel, centre.as_deref());
     let x = x.view();
     let norms = squared_norms(x);
@@ -883,6 +905,63 @@ mod tests {
             let error = (&values.unwrap() - &expected).mapv(f64::abs);
             assert!(error.iter().all(|e| *e < 1e-4), "offset {offset}");
         }
+    }
+
+    #[test]
+    fn float64_rbf_predictions_far_from_the_origin_keep_their_digits() {
+        // Every prediction path (cross kernel, batch expansion, one-row direct expansion)
+        // against the difference-then-square definition, the points moved by a common offset.
+        let rbf = Kernel::Rbf { gamma: 0.7 };
+        let weights = points(7, 2, 7);
+        let bias = [0.25, -0.5];
+        for offset in [0.0, 1e3, 1e6, 1e7] {
+            let (x, z) = (points(40, 3, 5), points(7, 3, 6));
+            let (x, z) = (x.mapv(|v| v + offset), z.mapv(|v| v + offset));
+            let expected = naive(&x, &z, &rbf);
+            // Differences of points 1e7 apart are exact to their own rounding, 1e-9 there.
+            let tolerance = if offset > 1e6 { 1e-8 } else { 1e-9 };
+            let error = (&cross(x.view(), z.view(), &rbf, 2).unwrap() - &expected).mapv(f64::abs);
+            assert!(error.iter().all(|e| *e < tolerance), "offset {offset}");
+            let values = expected.dot(&weights) + ndarray::arr1(&bias);
+            let batch = expansion(x.view(), z.view(), weights.view(), &bias, &rbf, 1).unwrap();
+            let error = (&batch - &values).mapv(f64::abs);
+            assert!(error.iter().all(|e| *e < tolerance), "offset {offset}");
+            let bases = Bases::new(z.view(), &rbf);
+            for i in [0, 17, 38] {
+                let one = x.slice(s![i..i + 2, ..]);
+                let direct = expansion_direct(one, &bases, weights.view(), &bias, &rbf).unwrap();
+                let error = (&direct - &values.slice(s![i..i + 2, ..])).mapv(f64::abs);
+                assert!(error.iter().all(|e| *e < tolerance), "offset {offset}");
+            }
+        }
+    }
+
+    #[test]
+    fn float32_points_beyond_the_range_of_their_squares_are_at_kernel_value_zero() {
+        // Bases on both sides of their centre: the products x·s of a point near f32::MAX
+        // overflow to +∞ and −∞, and ‖x‖² to +∞; the point is at kernel value 0, the bias
+        // alone, as the float64 kernel gives, not a NaN refused as an overflow.
+        let rbf = Kernel::Rbf { gamma: 0.5 };
+        let basis = points(6, 3, 2).mapv(|v| (3.0 * v) as f32);
+        let weights = points(6, 1, 3);
+        for value in [1e30_f32, 3e38, -3e38] {
+            let mut far = Array2::from_elem((3, 3), value);
+            far[[1, 0]] = -value;
+            far[[2, 1]] = 0.5;
+            let c = cross(far.view(), basis.view(), &rbf, 1).unwrap();
+            assert!(c.iter().all(|v| *v == 0.0), "{value}: {c}");
+            let values = expansion(far.view(), basis.view(), weights.view(), &[0.5], &rbf, 1);
+            assert!(values.unwrap().iter().all(|v| *v == 0.5), "{value}");
+            let bases = Bases::new(basis.view(), &rbf);
+            let direct = expansion_direct(far.view(), &bases, weights.view(), &[0.5], &rbf);
+            assert!(direct.unwrap().iter().all(|v| *v == 0.5), "{value}");
+        }
+        // A NaN point keeps its NaN.
+        let nan = Array2::from_elem((1, 3), f32::NAN);
+        assert!(cross(nan.view(), basis.view(), &rbf, 1)
+            .unwrap()
+            .iter()
+            .all(|v| v.is_nan()));
     }
 
     #[test]

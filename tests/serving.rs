@@ -1767,3 +1767,90 @@ fn the_python_readers_rules_hold_here_too() {
     s.set("state.a", f64s(&[1, 1, 1, 2], &[1.0, 2.0]));
     assert!(s.load().is_ok());
 }
+
+// --- Distances under a common offset -----------------------------------------------------
+
+/// The largest absolute difference between two sequences of equal length.
+fn largest_difference(a: &[f64], b: &[f64]) -> f64 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max)
+}
+
+#[test]
+fn every_path_keeps_its_digits_when_the_features_share_an_offset() {
+    // Bases and inputs moved by a common offset: no distance changes, so neither may the
+    // probabilities, on the batch path, the direct one of 1 to 4 rows and the C ABI's, in
+    // float64 to 1e-9 (the offsets the test holds them to: up to 1e6; 1e7 is printed)
+    // and in float32 to float32's rounding of the inputs, which the hand computation shares.
+    let n = 12;
+    for dtype in ["float64", "float32"] {
+        for offset in [0.0, 1e3, 1e6, 1e7] {
+            let mut s = spec("GreedyKFDA", "classifier", "rbf", "ovr", 3, dtype);
+            let points: Vec<f64> = values(1, K * D).iter().map(|v| 2.0 * v + offset).collect();
+            let tensor = if dtype == "float32" {
+                f32s(&[K, D], &points)
+            } else {
+                f64s(&[K, D], &points)
+            };
+            s.set("predict.points", tensor);
+            let model = s.load().unwrap();
+            let x: Vec<f64> = inputs(n).iter().map(|v| v + offset).collect();
+            let expected: Vec<f64> = by_hand(&s, &x)
+                .iter()
+                .flat_map(|z| probabilities_by_hand("ovr", z))
+                .collect();
+            let batch = model.predict_proba(&x, n).unwrap();
+            let mut direct = vec![];
+            let mut c_abi = vec![0.0; n * 3];
+            let bytes = s.bytes();
+            let mut handle = std::ptr::null_mut();
+            // SAFETY: valid buffers of the stated lengths; the handle is freed below.
+            unsafe {
+                assert_eq!(
+                    capi::gkfda_model_from_bytes(bytes.as_ptr(), bytes.len(), &mut handle),
+                    capi::GKFDA_OK
+                );
+            }
+            let mut start = 0;
+            for rows in [1, 2, 3, 4, 2] {
+                let slice = &x[start * D..(start + rows) * D];
+                direct.extend(model.predict_proba(slice, rows).unwrap());
+                // SAFETY: as above; `rows × D` inputs and `rows × 3` outputs.
+                let status = unsafe {
+                    capi::gkfda_predict_proba(
+                        handle,
+                        slice.as_ptr(),
+                        rows,
+                        D,
+                        c_abi[start * 3..].as_mut_ptr(),
+                    )
+                };
+                assert_eq!(status, capi::GKFDA_OK);
+                start += rows;
+            }
+            // SAFETY: the handle came from gkfda_model_from_bytes and is freed once.
+            unsafe { capi::gkfda_model_free(handle) };
+            let differences = [
+                largest_difference(&batch, &expected),
+                largest_difference(&direct, &expected),
+                largest_difference(&c_abi, &expected),
+            ];
+            eprintln!(
+                "offset {offset:e} {dtype}: max abs difference batch {:.1e}, 1-4 rows {:.1e}, C ABI {:.1e}",
+                differences[0], differences[1], differences[2]
+            );
+            let tolerance = match (dtype, offset) {
+                ("float32", _) => 2e-5,
+                (_, offset) if offset <= 1e6 => 1e-9,
+                _ => 1e-8,
+            };
+            assert!(
+                differences.iter().all(|d| *d <= tolerance),
+                "{dtype} at offset {offset:e}: {differences:?}"
+            );
+        }
+    }
+}

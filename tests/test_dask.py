@@ -3,7 +3,11 @@ the same picks as the in-memory factored fit with the same ``random_state``, its
 coefficients and probabilities to 1e-8 (float64), on a ``LocalCluster`` of two worker
 processes; chunks of one row, of one class, uneven; float32; and the bad inputs."""
 
+import os
 import pickle
+import re
+import signal
+import threading
 
 import numpy as np
 import pytest
@@ -191,3 +195,93 @@ def test_verbose_draws_the_selection_bar(client, capfd):
     X, y = data(m=80)
     gkfda.GreedyKFDA(k=5, factor_rank=20, verbose=1).fit(*chunked(X, y, 30))
     assert "selection" in capfd.readouterr().err
+
+
+def test_empty_chunks_fit_as_the_rows_they_leave(client):
+    # A boolean mask leaves chunks of unknown size, some of them empty.
+    X, y = data(seed=19)
+    keep = np.ones(len(X), bool)
+    keep[60:120] = False  # the whole second chunk
+    keep[200:203] = False
+    params = dict(k=8, factor_rank=30, random_state=0)
+    reference = gkfda.GreedyKFDA(solver="factored", **params).fit(X[keep], y[keep])
+    Xd, yd = chunked(X, y, 60)
+    mask = da.from_array(keep, chunks=60)
+    model = gkfda.GreedyKFDA(**params).fit(Xd[mask], yd[mask])
+    assert_same_fit(reference, model, X)
+
+
+def _worker_pids(client):
+    return list(client.run(os.getpid).values())
+
+
+def _fit_in_thread(X, y, params):
+    """``fit`` on a thread: its outcome (the model or the exception), or None while it runs."""
+    outcome = []
+
+    def run():
+        try:
+            outcome.append(gkfda.GreedyKFDA(**params).fit(X, y))
+        except Exception as error:  # noqa: BLE001 - the outcome is what the test checks
+            outcome.append(error)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+def test_workers_frozen_after_a_round_end_the_fit_with_a_timeout(client, monkeypatch):
+    # Both workers stopped right after a round's tasks are done, before their results are
+    # fetched: the fetch is bounded by ROUND_TIMEOUT too.
+    monkeypatch.setattr(_dask, "ROUND_TIMEOUT", 3.0)
+    X, y = data(m=120)
+    pids = _worker_pids(client)
+    real_wait, calls = distributed.wait, []
+
+    def wait_then_freeze(futures, **options):
+        result = real_wait(futures, **options)
+        calls.append(1)
+        if len(calls) == 4:
+            for pid in pids:
+                os.kill(pid, signal.SIGSTOP)
+        return result
+
+    monkeypatch.setattr(distributed, "wait", wait_then_freeze)
+    try:
+        thread, outcome = _fit_in_thread(*chunked(X, y, 40), dict(k=5, factor_rank=20, random_state=0))
+        thread.join(120)  # a bound for a fit that would otherwise hang, not a measurement
+        frozen = len(calls) >= 4
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
+    thread.join(120)
+    assert frozen
+    assert len(outcome) == 1 and isinstance(outcome[0], TimeoutError), outcome
+    assert "ROUND_TIMEOUT" in str(outcome[0]) and "fit again" in str(outcome[0])
+
+
+def test_a_worker_killed_mid_fit_is_a_clear_error_or_a_correct_fit(client, monkeypatch):
+    X, y = data(m=120)
+    params = dict(k=5, factor_rank=20, random_state=0)
+    pids = _worker_pids(client)
+    real_wait, calls = _dask._wait, []
+
+    def wait_then_kill(futures, what, labels=None):
+        result = real_wait(futures, what, labels)
+        calls.append(what)
+        if len(calls) == 6:
+            os.kill(pids[0], signal.SIGKILL)
+        return result
+
+    monkeypatch.setattr(_dask, "_wait", wait_then_kill)
+    try:
+        model = gkfda.GreedyKFDA(**params).fit(*chunked(X, y, 40))
+    except RuntimeError as error:
+        message = str(error)
+        assert re.match(r"X: chunk \d+ of X \(rows \d+-\d+\) was lost with the worker", message), message
+        assert "fit again" in message
+    else:  # the scheduler recomputed what was lost
+        assert_same_fit(gkfda.GreedyKFDA(solver="factored", **params).fit(X, y), model, X)
+    finally:
+        client.wait_for_workers(2, timeout=60)  # the nanny restarts the worker for the next tests
+    assert len(calls) >= 6

@@ -275,3 +275,69 @@ def test_loaded_models(tmp_path, lean):
         loaded = gkfda.load(tmp_path / "model.gkfda")
         outputs = run(to_onnx(loaded, X_test[:1]), X_test)
         np.testing.assert_allclose(outputs[output], getattr(model, method)(X_test), rtol=0, atol=1e-9)
+
+
+def _exact_logistic(model, X):
+    """The probabilities of a binary rbf GreedyKFDA by the kernel's definition, each
+    squared distance a sum of squared differences (no cancellation of a common offset)."""
+    points, weights, bias = model._union_points, model._expansion_weights, model._expansion_bias
+    distances = ((X[:, None, :] - points[None, :, :]) ** 2).sum(axis=-1)
+    z = (np.exp(-model._gamma * distances) @ weights + bias)[:, 0]
+    positive = 1.0 / (1.0 + np.exp(-z))
+    return np.column_stack([1.0 - positive, positive])
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e3, 1e6])
+def test_features_far_from_the_origin_give_the_same_probabilities(offset):
+    # A common offset of every feature changes no distance: the estimator, the float64
+    # graph and the definition agree to 1e-9 however far the features are from the origin.
+    X, y, X_test = classification(2)
+    model = GreedyKFDA(k=15, gamma=0.3).fit(X + offset, y)
+    X_far = X_test + offset
+    expected = _exact_logistic(model, X_far)
+    np.testing.assert_allclose(model.predict_proba(X_far), expected, rtol=0, atol=1e-9)
+    for rows in (X_far, X_far[:1], X_far[:4]):
+        outputs = run(to_onnx(model, X_far[:1]), rows)
+        np.testing.assert_allclose(outputs["probabilities"], model.predict_proba(rows), rtol=0, atol=1e-9)
+        np.testing.assert_array_equal(outputs["label"], model.predict(rows))
+    # float32: the rounding of the inputs to float32 is all the offset costs, not the
+    # cancellation of their squares: against the float64 model of the same rounded inputs.
+    X32 = X_far.astype(np.float32)
+    outputs = run(to_onnx(model, X32[:1]), X32)
+    np.testing.assert_allclose(outputs["probabilities"], model.predict_proba(X32.astype(np.float64)),
+                               rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_float32_inputs_near_the_largest_float32_get_the_prior(dtype):
+    # ‖x‖² overflows float32 and x·s to +∞ and −∞ (bases on both sides of their mean): the
+    # graph gives such points kernel values 0, the bias's probabilities, as predict_proba
+    # does, not the NaN of ∞ − ∞.
+    X, y, X_test = classification(3)
+    model = GreedyKFDA(k=10, gamma=0.3, multiclass="ovr", dtype=dtype).fit(X, y)
+    onx = to_onnx(model, X_test[:1].astype(np.float32))
+    far = np.array([[3e38, -3e38, 3e38, 1.0, -2.0], [-3e38] * 5, [1e30] * 5, [3.4e38, 0, 0, 0, 0]], np.float32)
+    expected = model.predict_proba(far)
+    prior = model.predict_proba(np.full((1, 5), 1e6, np.float32))  # far enough for exp to underflow
+    np.testing.assert_allclose(expected, np.repeat(prior, len(far), axis=0), rtol=0, atol=1e-12)
+    outputs = run(onx, far)
+    assert np.isfinite(outputs["probabilities"]).all()
+    np.testing.assert_allclose(outputs["probabilities"], expected, rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(outputs["label"], model.predict(far))
+    # A non-finite input keeps its NaN: the graph has no other way to refuse it.
+    bad = np.array([[np.nan, 0, 0, 0, 0], [np.inf, 0, 0, 0, 0]], np.float32)
+    assert np.isnan(run(onx, bad)["probabilities"]).all()
+
+
+def test_an_opset_below_the_graphs_is_refused():
+    X, y, X_test = classification(2)
+    model = GreedyKFDA(k=8, gamma=0.3).fit(X, y)
+    for target_opset in (7, {"": 7, "ai.onnx.ml": 1}):
+        with pytest.raises(ValueError, match=r"^target_opset: .*opset 8 or later.*got 7"):
+            to_onnx(model, X_test[:1], target_opset=target_opset)
+    with pytest.raises(ValueError, match=r"^target_opset: .*opset 8 or later"):
+        skl2onnx.to_onnx(make_pipeline(StandardScaler(), model).fit(X, y), X_test[:1], target_opset=7)
+    with pytest.raises(TypeError, match=r"^target_opset: "):
+        to_onnx(model, X_test[:1], target_opset="8")
+    onx = to_onnx(model, X_test[:1], target_opset=8)
+    np.testing.assert_allclose(run(onx, X_test)["probabilities"], model.predict_proba(X_test), rtol=0, atol=1e-9)

@@ -31,6 +31,8 @@ Example (a cluster of two worker processes on this machine)::
 from __future__ import annotations
 
 import sys
+import time
+from concurrent.futures import CancelledError
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,22 +80,58 @@ def _client():
         ) from error
 
 
-def _wait(futures, what):
-    """The results of ``futures`` (in their order), within ``ROUND_TIMEOUT`` seconds; a
-    task's own exception is raised as it is."""
+def _wait(futures, what, labels=None):
+    """The results of ``futures`` (in their order), within ``ROUND_TIMEOUT`` seconds in all,
+    the fetching of the results included; a task's own exception is raised as it is.
+    ``labels`` name what each future computes (a chunk of ``X``), for the error of a lost
+    worker."""
     import distributed
+    from distributed.scheduler import KilledWorker
+
+    deadline = time.monotonic() + ROUND_TIMEOUT
+    results = []
+    def label(i):
+        return labels[i] if labels is not None else f"task {i + 1} of {len(futures)}"
 
     try:
-        distributed.wait(futures, timeout=ROUND_TIMEOUT)
+        try:
+            distributed.wait(futures, timeout=ROUND_TIMEOUT)
+        except CancelledError as error:
+            lost = next((i for i, future in enumerate(futures) if future.cancelled()), 0)
+            raise _lost(what, label(lost), error) from error
+        # The tasks are done, but their results are still on the workers: a worker that
+        # stops answering now must not hang the fit either.
+        for i, future in enumerate(futures):
+            try:
+                results.append(future.result(timeout=max(deadline - time.monotonic(), 1e-3)))
+            except (CancelledError, KilledWorker) as error:
+                raise _lost(what, label(i), error) from error
     except (TimeoutError, distributed.TimeoutError) as error:
         raise TimeoutError(
-            f"X: {what} on the cluster took more than gkfda._dask.ROUND_TIMEOUT = {ROUND_TIMEOUT:g} s; "
-            "are the workers alive?"
+            f"X: {what} on the cluster took more than gkfda._dask.ROUND_TIMEOUT = {ROUND_TIMEOUT:g} s: a worker "
+            "stopped answering (stopped, swapping, or cut off from the client). Check the cluster's workers "
+            "(client.scheduler_info(), the dashboard) and fit again; raise ROUND_TIMEOUT if a round is that slow"
         ) from error
-    return distributed.client.default_client().gather(futures)
+    return results
 
 
-# -- what runs on the workers (module functions: the workers import them by name) -------------
+def _lost(what, label, error):
+    """The error of a task whose result was lost with its worker.
+
+    It is raised, not recomputed: the scheduler has already recomputed what it could from
+    the tasks' lineage, and it cancels a result ("already forgotten") only when it could
+    not, or kills a task that took several workers down with it. Rebuilding the chunk here
+    would replay the round on the workers that are left, where a chunk that killed its
+    worker (its memory, say) would kill the next one; a cluster that loses workers mid-fit
+    is to be looked at, and the fit run again, which gives the same model."""
+    return RuntimeError(
+        f"X: {label} was lost with the worker that held it, during {what} "
+        f"({type(error).__name__}: {' '.join(str(error).split())}). "
+        "Check the cluster's workers (their logs, memory limits, restarts) and fit again"
+    )
+
+
+# -- what runs on the workers# -- what runs on the workers (module functions: the workers import them by name) -------------
 
 def _converted(block, dtype):
     return np.ascontiguousarray(block, dtype=dtype)
@@ -135,6 +173,11 @@ class _Chunks:
     def __len__(self):
         return int(self.starts[-1])
 
+    def labels(self, chunks=None):
+        """What names each chunk (``chunks``: their indices; None: all) in an error."""
+        chunks = range(len(self.sizes)) if chunks is None else chunks
+        return [f"chunk {c} of X (rows {self.starts[c]}-{self.starts[c + 1] - 1})" for c in chunks]
+
     def map(self, function, parts, *operands, what):
         """``function(part, *operands)`` of each chunk's part, in chunk order; ``operands``
         may be lists (one operand per chunk)."""
@@ -142,7 +185,7 @@ class _Chunks:
         for c, part in enumerate(parts):
             args = [operand[c] if isinstance(operand, _PerChunk) else operand for operand in operands]
             futures.append(self.client.submit(function, part, *args, pure=False))
-        return _wait(futures, what)
+        return _wait(futures, what, self.labels())
 
     def split(self, values):
         """``values`` (``(..., m)``, in ``X``'s row order) cut by chunk."""
@@ -158,7 +201,7 @@ class _Chunks:
             self.client.submit(_rows_of, parts[c], indices[chunk_of == c] - self.starts[c], pure=False)
             for c in wanted
         ]
-        gathered = _wait(futures, what)
+        gathered = _wait(futures, what, self.labels(wanted))
         if not gathered:
             raise ValueError("X: no rows asked of the chunks")
         out = np.empty((len(indices), gathered[0].shape[1]), dtype=gathered[0].dtype)
@@ -224,7 +267,7 @@ class ChunkedFactor:
             self.chunks.client.submit(_factor_block, operation, phi, operand, pure=False)
             for phi, operand in zip(self.phi_parts, operands)
         ]
-        partials = _wait(futures, what)
+        partials = _wait(futures, what, self.chunks.labels())
         total = partials[0].copy()
         for partial in partials[1:]:
             total += partial
@@ -236,7 +279,7 @@ class ChunkedFactor:
         futures = [
             self.chunks.client.submit(_factor_block, operation, phi, operand, pure=False) for phi in self.phi_parts
         ]
-        joined = np.concatenate(_wait(futures, what), axis=-1)
+        joined = np.concatenate(_wait(futures, what, self.chunks.labels()), axis=-1)
         return np.ascontiguousarray(joined[..., self.by_class])
 
     def multiply(self, rhs):
@@ -263,7 +306,7 @@ class ChunkedFactor:
 
 # -- the fit ----------------------------------------------------------------------------------
 
-def _checked_X(X, y):
+def _checked_X(client, X, y):
     """``X`` as a dask array of one column chunk, rows chunked as given, in the dtype
     validation gives (float32 stays float32, other numbers become float64), and the
     labels ``y`` as a NumPy array."""
@@ -276,14 +319,23 @@ def _checked_X(X, y):
     if X.dtype.kind not in "biuf":
         raise ValueError(f"X: dtype {X.dtype} is not a real number type")
     if any(np.isnan(size) for size in X.chunks[0]):
-        X = X.compute_chunk_sizes()
+        # X.compute_chunk_sizes() would wait without a bound.
+        import dask
+
+        sizes = _wait(client.compute([dask.delayed(len)(block) for block in X.to_delayed()[:, 0]]),
+                      "computing the sizes of X's chunks")
+        X = da.Array(X.dask, X.name, chunks=(tuple(int(size) for size in sizes), X.chunks[1]), dtype=X.dtype)
     m = X.shape[0]
     if m < 2:
         raise ValueError(f"X: found array with {m} sample(s) while a minimum of 2 is required")
+    if 0 in X.chunks[0]:
+        # Empty chunks (a boolean mask's) hold no rows of the factor: left out, they cost
+        # no task, and no chunk operation has to handle zero rows.
+        X = da.concatenate([X.blocks[c] for c, size in enumerate(X.chunks[0]) if size > 0])
     valid_dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.dtype(np.float64)
     X = X.astype(valid_dtype).rechunk({1: -1})
     if is_dask_input(y):
-        y = _wait([_client().compute(y)], "computing y")[0]
+        y = _wait([client.compute(y)], "computing y")[0]
     if y is None:
         raise ValueError("y: requires y to be passed, but the target y is None")
     y = column_or_1d(np.asarray(y), warn=True)
@@ -302,9 +354,15 @@ def prepare_dask_training(estimator, X, y, rng) -> TrainingProblem:
     its factor held by the workers of the current ``distributed`` client."""
     if not is_dask_input(X):
         # Only y is chunked: X is in memory already, and so is the fit.
-        return prepare_training(estimator, X, np.asarray(y.compute()), rng)
+        try:
+            import distributed
+
+            client = distributed.get_client()
+        except (ImportError, ValueError):  # no cluster: dask's local scheduler, which cannot be cut off
+            return prepare_training(estimator, X, np.asarray(y.compute()), rng)
+        return prepare_training(estimator, X, np.asarray(_wait([client.compute(y)], "computing y")[0]), rng)
     client = _client()
-    X, y = _checked_X(X, y)
+    X, y = _checked_X(client, X, y)
     if estimator.solver == "dense":
         raise ValueError("solver: a dask X is fitted with solver='factored' (or 'auto'); 'dense' needs the m×m kernel in memory")
     name = None if callable(estimator.kernel) else core_kernel(estimator.kernel, estimator.degree)
@@ -395,12 +453,18 @@ def _chunked_factor(chunks, ordered, by_class, name, params, estimator, dtype, r
         indices = pool(ordered, p, estimator.factor_pool, params, rng, threads)
         points = ordered[indices]
         whitening = _core.nystroem_whitening(points, n_threads=threads, **params)
-        points_f, whitening_f = chunks.client.scatter([points, whitening], broadcast=True)
+        try:
+            points_f, whitening_f = chunks.client.scatter([points, whitening], broadcast=True, timeout=ROUND_TIMEOUT)
+        except TimeoutError as error:
+            raise TimeoutError(
+                f"X: sending the pool to the workers took more than gkfda._dask.ROUND_TIMEOUT = {ROUND_TIMEOUT:g} s: "
+                "check the cluster's workers and fit again"
+            ) from error
         phi_parts = [
             chunks.client.submit(_nystroem_rows, part, points_f, whitening_f, params, pure=False)
             for part in chunks.parts
         ]
-        _wait(phi_parts, "building the factor's rows")
+        _wait(phi_parts, "building the factor's rows", chunks.labels())
         p = whitening.shape[1]
     return ChunkedFactor(chunks, phi_parts, p, by_class, dtype)
 

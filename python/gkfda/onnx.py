@@ -84,6 +84,25 @@ __all__ = ["to_onnx"]
 _CLASSIFIERS = (GreedyKFDA, GreedyKFDACV, ParsimoniousKFDA)
 _EXPORTABLE = (*_CLASSIFIERS, KernelMatchingPursuit, GreedyNystroem, SparseKernelPCA)
 _GRAPH_DTYPES = {FloatTensorType: np.float32, DoubleTensorType: np.float64}
+#: The oldest opset of the default domain whose operators take the graph: ``Max`` and
+#: ``Min`` broadcast from opset 8 on (ONNX Runtime has no float64 ``Max`` before it).
+MIN_OPSET = 8
+
+
+def _check_opset(target_opset):
+    """A ValueError naming ``target_opset`` when it is below :data:`MIN_OPSET` (an int, or
+    a dict whose ``""`` or ``"ai.onnx"`` entry is the default domain's opset)."""
+    opset = target_opset
+    if isinstance(opset, dict):
+        opset = opset.get("", opset.get("ai.onnx"))
+    if opset is None:
+        return
+    if isinstance(opset, (bool, np.bool_)) or not isinstance(opset, (int, np.integer)):
+        raise TypeError(f"target_opset: must be an int, a dict of them or None, got {target_opset!r}")
+    if opset < MIN_OPSET:
+        raise ValueError(
+            f"target_opset: a gkfda graph needs opset {MIN_OPSET} or later of the default domain, got {opset}"
+        )
 
 
 @dataclass
@@ -230,6 +249,7 @@ def _calculate_shapes(operator):
 
 
 def _convert(scope, operator, container):
+    _check_opset(container.target_opset)  # skl2onnx.to_onnx of a pipeline comes here only
     predictor = _predictor(operator.raw_operator)
     dtype = _graph_dtype(operator.inputs[0].type)
     x = operator.inputs[0].full_name
@@ -286,17 +306,49 @@ def _kernel(graph, x, predictor):
         scaled = graph.node("Mul", graph.matmul(x, points.T), graph.constant(predictor.gamma))
         return graph.node("Pow", graph.add(scaled, predictor.coef0), graph.constant(float(predictor.degree)))
     # ‖x − s‖² = ‖x‖² − 2 x·s + ‖s‖², a matrix product rather than an (N, n_bases, d)
-    # difference; cancellation can leave it slightly negative, hence the Max with 0. In
-    # float32 both sides are first centred at the bases' mean (computed in float64), as
-    # the core does: the norms, and what cancels between them, are then smaller.
-    if graph.dtype == np.float32:
-        centre = points.mean(axis=0)
-        x, points = graph.node("Sub", x, graph.constant(centre)), points - centre
+    # difference; cancellation can leave it slightly negative, hence the Max with 0. Both
+    # sides are first centred at the bases' mean, as the core does: the expansion then
+    # cancels only what the points' spread around it takes, not a common offset of the
+    # features (whose digits it would lose: 1e-4 at an offset of 1e6 in float64).
+    centre = _centre(points, graph.dtype)
+    moved = points - centre
+    original, x = x, graph.node("Sub", x, graph.constant(centre))
+    bound = np.abs(moved).max(axis=0) + np.sqrt(_UNDERFLOW / predictor.gamma)
+    if 4.0 * len(bound) * float(bound.max()) ** 2 < float(np.finfo(graph.dtype).max):
+        # A coordinate beyond `bound` is more than sqrt(_UNDERFLOW / gamma) from every
+        # basis's, so its kernel values are 0 before and after clipping it there: clipped,
+        # ‖x‖² and x·s cannot overflow into ∞ − ∞ (a NaN) for points near the dtype's
+        # largest values, which get kernel values 0, as the core gives them. x − x is NaN
+        # for an infinite coordinate: added to the squares, it keeps a NaN output for a
+        # non-finite input, which the clip would otherwise turn into a finite point.
+        x = graph.node("Min", graph.node("Max", x, graph.constant(-bound)), graph.constant(bound))
+        not_finite = graph.matmul(graph.node("Sub", original, original), np.ones((points.shape[1], 1)))
+    else:  # bases too far apart for the dtype to bound: as the core, whatever the rounding gives
+        not_finite = None
     squares = graph.matmul(graph.node("Mul", x, x), np.ones((points.shape[1], 1)))
-    cross = graph.matmul(x, -2.0 * points.T)
-    distances = graph.add(graph.node("Add", cross, squares), np.einsum("ij,ij->i", points, points)[None, :])
+    if not_finite is not None:
+        squares = graph.node("Add", squares, not_finite)
+    cross = graph.matmul(x, -2.0 * moved.T)
+    distances = graph.add(graph.node("Add", cross, squares), np.einsum("ij,ij->i", moved, moved)[None, :])
     distances = graph.node("Max", distances, graph.constant(0.0))
     return graph.node("Exp", graph.node("Mul", distances, graph.constant(-predictor.gamma)))
+
+
+#: ``gamma ‖x − s‖²`` beyond which ``exp`` underflows to 0 in float32 and float64 alike
+#: (float64's smallest subnormal is ``exp(−745.1)``).
+_UNDERFLOW = 800.0
+
+
+def _centre(points, dtype):
+    """The bases' mean as the core computes it (each feature summed over the bases in
+    their order, then divided), so that both move by the same values; for a float32 graph
+    rounded to float32 first, so that ``Sub`` moves the input by exactly the value the
+    bases were moved by."""
+    centre = np.zeros(points.shape[1])
+    for row in points:
+        centre += row
+    centre /= max(len(points), 1)
+    return centre.astype(dtype).astype(np.float64)
 
 
 class _Graph:
@@ -365,7 +417,8 @@ GreedyNystroem or SparseKernelPCA
         input's and outputs', and the graph computes the kernel in that dtype (any number
         of rows goes in).
     target_opset : int, dict or None, default=None
-        As skl2onnx's: ``None`` is the latest opset skl2onnx has tested.
+        As skl2onnx's: ``None`` is the latest opset skl2onnx has tested; at least
+        :data:`MIN_OPSET` (8).
     options : dict or None, default=None
         Passed to skl2onnx. The classifiers never add a ZipMap.
 
@@ -381,10 +434,11 @@ GreedyNystroem or SparseKernelPCA
     sklearn.exceptions.NotFittedError
         If the estimator is not fitted.
     ValueError
-        If its kernel is precomputed or a callable, or ``X`` is not float32 or float64
-        or has the wrong width.
+        If its kernel is precomputed or a callable, ``X`` is not float32 or float64
+        or has the wrong width, or ``target_opset`` is below :data:`MIN_OPSET`.
     """
     _check_exportable(estimator)
+    _check_opset(target_opset)
     X = np.asarray(X)
     if X.ndim == 1:
         X = X[None, :]
