@@ -139,6 +139,17 @@ def test_float32(client):
     assert_same_fit(reference, model, X, atol=1e-4)
 
 
+def test_the_factor_rank_follows_the_in_memory_rule(client):
+    # A factor of rank p holds at most p bases: a given rank below k is refused, as in
+    # memory, and the default rises to k (checked through the in-memory fit it must equal).
+    X, y = data(seed=5)
+    with pytest.raises(ValueError, match="factor_rank: 10 is smaller than k=20"):
+        gkfda.GreedyKFDA(k=20, factor_rank=10).fit(*chunked(X, y, 80))
+    params = dict(k=20, gamma=0.7, random_state=1, solver="factored")
+    reference = gkfda.GreedyKFDA(**params).fit(X, y)
+    assert_same_fit(reference, gkfda.GreedyKFDA(**params).fit(*chunked(X, y, 80)), X)
+
+
 def test_the_model_is_an_ordinary_in_memory_model(client):
     X, y = data(seed=17)
     model = gkfda.GreedyKFDA(k=8, factor_rank=30, random_state=0).fit(*chunked(X, y, 80))

@@ -42,7 +42,7 @@ from . import _core
 from ._factor import diagonal as factor_diagonal
 from ._factor import factor_width, pool
 from ._kernels import check_kernel_arguments, core_kernel, kernel_between, kernel_parameters, resolve_gamma
-from ._training import TrainingProblem, prepare_training
+from ._training import TrainingProblem, factor_rank_for, prepare_training
 from ._validation import check_fit_fits, encoded_classes, thread_count
 
 #: Seconds one round over the chunks (or the set-up's computation) may take before the fit
@@ -402,7 +402,7 @@ def prepare_dask_training(estimator, X, y, rng) -> TrainingProblem:
     check_fit_fits(m, k, len(problems), dtype, 0)
     chunks = _Chunks(client, X, dtype)
     factor = _chunked_factor(chunks, _OrderedRows(chunks, by_class), by_class, name, {**params, "kernel": name},
-                             estimator, dtype, rng, threads)
+                             estimator, k, dtype, rng, threads)
     return _ChunkedProblem(
         X=_CallerRows(chunks), classes=classes, y_index=y_index, priors=priors, k=k, gamma=gamma, params=params,
         by_class=by_class, problems=problems, solver="factored", dtype=dtype, threads=threads, factor=factor,
@@ -441,15 +441,16 @@ class _ChunkedProblem(TrainingProblem):
         return columns
 
 
-def _chunked_factor(chunks, ordered, by_class, name, params, estimator, dtype, rng, threads):
+def _chunked_factor(chunks, ordered, by_class, name, params, estimator, k, dtype, rng, threads):
     """The factor of the training rows ordered by class, held by the workers: ``X`` itself
     for ``linear``, else the Nyström factor of the pool ``_factor.pool`` draws, as
-    ``_factor.training_factor`` makes it in memory."""
+    ``_factor.training_factor`` makes it in memory, of a rank from which ``k`` bases can be
+    chosen (``_training.factor_rank_for``)."""
     m = len(by_class)
     if name == "linear":
         phi_parts, p = chunks.parts, estimator.n_features_in_
     else:
-        p = factor_width(name, estimator.n_features_in_, m, estimator.factor_rank)
+        p = factor_width(name, estimator.n_features_in_, m, factor_rank_for(estimator.factor_rank, k))
         indices = pool(ordered, p, estimator.factor_pool, params, rng, threads)
         points = ordered[indices]
         whitening = _core.nystroem_whitening(points, n_threads=threads, **params)
