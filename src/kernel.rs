@@ -175,11 +175,13 @@ impl Kernel {
                         // Rounding can make a tiny distance negative: clamp it to 0, but let
                         // a NaN through (`max` would turn it into 0, and its kernel value to 1).
                         let mut distance = nx + nz - two * *value;
-                        if distance.is_nan() && (nx == F::infinity() || nz == F::infinity()) {
-                            // A squared norm beyond `F`'s range with a product that
-                            // overflowed too (∞ − ∞): the points are farther apart than `F`
-                            // holds, at kernel value 0, as in a wider type. A NaN point has
-                            // a NaN norm and keeps its NaN.
+                        if distance.is_nan() && ((nx == F::infinity()) != (nz == F::infinity())) {
+                            // One squared norm beyond `F`'s range, the other within it, and
+                            // a product that overflowed too (∞ − ∞): the points are farther
+                            // apart than `F` holds, at kernel value 0, as in a wider type.
+                            // Both beyond it (a Gram matrix of such points, whose diagonal
+                            // is 1) cannot be told apart: the NaN stays and is refused as
+                            // the overflow it is. A NaN point has a NaN norm and keeps it.
                             distance = F::infinity();
                         }
                         *value = minus_gamma
@@ -956,6 +958,15 @@ mod tests {
             let direct = expansion_direct(far.view(), &bases, weights.view(), &[0.5], &rbf);
             assert!(direct.unwrap().iter().all(|v| *v == 0.5), "{value}");
         }
+        // Points both beyond the range (a Gram matrix of them, whose diagonal is 1) are not
+        // taken for distant: their kernel is refused as an overflow.
+        // (float64: its Gram matrices are not moved to their centre.)
+        let huge = Array2::from_elem((2, 3), 1e160_f64);
+        let refused = match gram(huge.view(), &rbf, 1) {
+            Ok(k) => k.iter().any(|v| v.is_nan()),
+            Err(_) => true,
+        };
+        assert!(refused);
         // A NaN point keeps its NaN.
         let nan = Array2::from_elem((1, 3), f32::NAN);
         assert!(cross(nan.view(), basis.view(), &rbf, 1)
