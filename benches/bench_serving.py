@@ -1,6 +1,6 @@
 """Serving benchmark: what a fitted model costs to predict, store and load, every way it ships.
 
-    python benches/bench_serving.py [--m 4000] [--calls 5000] [--no-rust]
+    python benches/bench_serving.py [--m 4000] [--calls 5000] [--no-rust] [--cold-runs 7] [--batch 1000000]
 
 For a binary and a 10-class ``GreedyKFDA`` (k = 50 and 200, d = 20, rbf) it measures, in this
 one run on this machine:
@@ -12,12 +12,18 @@ one run on this machine:
 * the floor for one row: a plain loop in the Rust program computing the k squared
   distances, the k exponentials and the class score of the binary model;
 * file sizes (lean and full model files, pickle) beside the bytes of the arrays prediction
-  needs, and the time to load each.
+  needs, and the time to load each;
+* ``gkfda.Predictor`` (the Rust reader and model behind a NumPy interface) beside
+  ``gkfda.load`` and its estimator: a fresh process's cold start (import, load the lean file,
+  ``predict_proba`` of one row; the median of paired runs), one row's ``predict_proba``, and a
+  batch of 10⁶ rows (both on one thread, and the Predictor on every CPU).
 
 Latencies are medians of batches of calls (µs per call). The targets, as ratios measured in
 the same run: the Rust API's single row at k = 50 (binary) ≤ 2× the floor; Python's
 single-row ``predict_proba`` ≤ 1.3× its own ``decision_function`` and ≤ 0.05× that of
-``SVC(probability=True)``; a lean file ≤ 1.2 × the arrays' bytes + 4 KiB.
+``SVC(probability=True)``; a lean file ≤ 1.2 × the arrays' bytes + 4 KiB; the Predictor's
+cold start ≤ 0.3× that of ``gkfda.load``, its one row ≤ 0.35× ``GreedyKFDA.predict_proba``'s,
+its 10⁶ rows on one thread no slower.
 """
 
 from __future__ import annotations
@@ -78,8 +84,9 @@ def rust_latencies(paths):
     )
     if build.returncode != 0:
         raise RuntimeError(f"cargo build of the serving_latency example failed:\n{build.stderr}")
+    target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
     run = subprocess.run(
-        [str(ROOT / "target" / "release" / "examples" / "serving_latency"), *map(str, paths)],
+        [str(target / "release" / "examples" / "serving_latency"), *map(str, paths)],
         capture_output=True, text=True, check=True,
     )
     lines = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
@@ -103,12 +110,71 @@ def onnx_latencies(model, X_test, calls):
             per_call(lambda: runtime.run(None, {name: batch}), max(calls // 100, 5)))
 
 
+COLD_START = {
+    "Predictor": "import gkfda, numpy as np\np = gkfda.Predictor.load({path!r})\n"
+                 "p.predict_proba(np.zeros((1, p.n_features_in_)))",
+    "gkfda.load": "import gkfda, numpy as np\nm = gkfda.load({path!r})\n"
+                  "m.predict_proba(np.zeros((1, m.n_features_in_)))",
+}
+
+
+def cold_starts(path, runs):
+    """Median wall seconds of a fresh Python process running each of ``COLD_START`` on
+    ``path``, the two run in turns so that the machine's load falls on both alike."""
+    times = {name: [] for name in COLD_START}
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    for _ in range(runs):
+        for name, code in COLD_START.items():
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-c", code.format(path=str(path))], check=True, env=env)
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def predictor_rows(fitted, calls, batch_rows, cold_runs, rust):
+    """The Predictor's table and its targets, against ``gkfda.load``'s estimator measured now."""
+    rows, checks = [], []
+    for name, n_classes, k, model, X, y, X_test, lean, full in fitted:
+        estimator = gkfda.load(lean)
+        estimator.set_params(n_jobs=1)
+        predictor = gkfda.Predictor.load(lean)
+        predictor.n_threads = 1
+        row = X_test[:1]
+        np.testing.assert_allclose(predictor.predict_proba(X_test), estimator.predict_proba(X_test),
+                                   rtol=1e-12, atol=1e-12)
+        estimator_row = per_call(lambda: estimator.predict_proba(row), calls)
+        predictor_row = per_call(lambda: predictor.predict_proba(row), calls)
+        cold = cold_starts(lean, cold_runs)
+        big = np.random.default_rng(0).normal(size=(batch_rows, X.shape[1]))
+        estimator_batch = per_call(lambda: estimator.predict_proba(big), 1, batches=3) / 1e6
+        predictor_batch = per_call(lambda: predictor.predict_proba(big), 1, batches=3) / 1e6
+        predictor.n_threads = os.cpu_count() or 1
+        predictor_batch_all = per_call(lambda: predictor.predict_proba(big), 1, batches=3) / 1e6
+        rust_row = rust.get(str(lean), {}).get("rust_row_us")
+        rows.append([
+            name, k, f"{cold['gkfda.load']:.3f}", f"{cold['Predictor']:.3f}",
+            f"{cold['Predictor'] / cold['gkfda.load']:.2f}",
+            f"{estimator_row:.2f}", f"{predictor_row:.2f}", _fmt(rust_row),
+            f"{predictor_row / estimator_row:.2f}",
+            f"{estimator_batch:.2f}", f"{predictor_batch:.2f}", f"{predictor_batch_all:.2f}",
+            f"{predictor_batch / estimator_batch:.2f}",
+        ])
+        checks.append((f"Predictor cold start / gkfda.load's, {name} k={k}", cold["Predictor"] / cold["gkfda.load"], 0.3))
+        checks.append((f"Predictor one row / GreedyKFDA.predict_proba's, {name} k={k}",
+                       predictor_row / estimator_row, 0.35))
+        checks.append((f"Predictor {batch_rows:,} rows / GreedyKFDA.predict_proba's (one thread), {name} k={k}",
+                       predictor_batch / estimator_batch, 1.0))
+    return rows, checks
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--m", type=int, default=4000, help="training rows (default: 4000)")
     parser.add_argument("--calls", type=int, default=5000, help="single-row calls per batch (default: 5000)")
     parser.add_argument("--no-rust", action="store_true", help="skip the Rust and C measurements")
     parser.add_argument("--no-onnx", action="store_true", help="skip onnxruntime")
+    parser.add_argument("--cold-runs", type=int, default=7, help="paired fresh processes for the cold start (default: 7)")
+    parser.add_argument("--batch", type=int, default=1_000_000, help="rows of the large batch (default: 10^6)")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore", category=FutureWarning)  # SVC(probability=True) is deprecated
     calls = args.calls
@@ -191,6 +257,16 @@ def main(argv=None) -> int:
     print(tabulate(size_rows, headers=[
         "model", "k", "arrays prediction needs (bytes)", "lean file", "lean / (1.2×arrays + 4 KiB)",
         "full file", "pickle", "load lean (µs)", "load full (µs)", "unpickle (µs)", "Rust load lean (µs)",
+    ], tablefmt="github"))
+    print()
+    serving, serving_checks = predictor_rows(fitted, calls, args.batch, args.cold_runs, rust)
+    checks.extend(serving_checks)
+    print(f"gkfda.Predictor beside gkfda.load and its estimator (lean files; cold start: median of "
+          f"{args.cold_runs} paired fresh processes, s; one row: µs; {args.batch:,} rows: s).\n")
+    print(tabulate(serving, headers=[
+        "model", "k", "cold start gkfda.load", "cold start Predictor", "ratio",
+        "GreedyKFDA 1 row", "Predictor 1 row", "Rust 1 row", "ratio",
+        f"GreedyKFDA {args.batch:,} rows", f"Predictor {args.batch:,} rows", "Predictor, every CPU", "ratio (1 thread)",
     ], tablefmt="github"))
     print()
     print(tabulate([[what, f"{value:.3f}", f"≤ {target}", "met" if value <= target else "MISSED"]

@@ -29,12 +29,25 @@ _LAZY = {
     "matching_pursuit_bound": "pursuit",
     "load": "_serialization",
     "save": "_serialization",
+    "Predictor": "predictor",
 }
 _SUBMODULES = ("reference", "datasets", "bounds", "cli", "study", "onnx")
 
 
+def _installed_version() -> str:
+    # importlib.metadata costs more to import than the rest of the package: read on first use.
+    try:
+        from importlib.metadata import version
+
+        return version("gkfda")
+    except Exception:  # pragma: no cover - running from a source tree
+        return "0.0.0"
+
+
 def __getattr__(name):
-    if name in _LAZY:
+    if name == "__version__":
+        value = _installed_version()
+    elif name in _LAZY:
         value = getattr(_importlib.import_module(f".{_LAZY[name]}", __name__), name)
     elif name in _SUBMODULES:
         value = _importlib.import_module(f".{name}", __name__)
@@ -59,6 +72,7 @@ __all__ = [
     "fit",
     "save",
     "load",
+    "Predictor",
     "reference",
     "CRITERIA",
     "DEFLATIONS",
@@ -111,9 +125,3 @@ def _check_simd_variable() -> None:
 
 _check_simd_variable()
 
-try:
-    from importlib.metadata import version as _version
-
-    __version__ = _version("gkfda")
-except Exception:  # pragma: no cover - running from a source tree
-    __version__ = "0.0.0"

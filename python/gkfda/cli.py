@@ -1,5 +1,5 @@
-"""The ``gkfda`` command line: ``gkfda demo``, ``gkfda experiment``, ``gkfda report``, ``gkfda bound``
-and ``gkfda pursuit``.
+"""The ``gkfda`` command line: ``gkfda demo``, ``gkfda experiment``, ``gkfda report``, ``gkfda bound``,
+``gkfda pursuit`` and ``gkfda predict``.
 
 ``gkfda experiment`` writes into ``./gkfda-results`` and ``gkfda pursuit`` into
 ``./gkfda-pursuit`` unless ``--out`` says otherwise; ``gkfda report RESULTS_DIR`` and
@@ -453,7 +453,35 @@ def _parser() -> argparse.ArgumentParser:
                          help="directory for the CSVs and summary.md, created if needed "
                               "(default: gkfda-pursuit in the current directory)")
     pursuit.add_argument("--quick", action="store_true", help="fewer bases and a smaller CCA set (seconds)")
+
+    predict = commands.add_parser(
+        "predict", formatter_class=formatter,
+        help="score a file of rows with a saved model (CSV, .npy or Parquet), in constant memory",
+        description="Reads MODEL (a file of gkfda.save) with gkfda.Predictor and scores the rows of INPUT "
+        "(CSV, optionally with a header of feature names, checked against the model's; .npy; Parquet "
+        "with pyarrow; - for CSV on standard input) in chunks. Writes OUT (CSV, or an array if it ends "
+        "in .npy; - for CSV on standard output): a label column then proba_<class> per class, or with "
+        "--decision the decision values. A bad row ends it with one line naming its line and column; "
+        "the throughput goes to stderr.",
+    )
+    predict.add_argument("model", metavar="MODEL", help="model file written by gkfda.save")
+    predict.add_argument("input", metavar="INPUT", help="rows to score: .csv, .npy, .parquet, or - (CSV on stdin)")
+    predict.add_argument("-o", "--output", default="-", metavar="OUT",
+                         help="where the scores go: CSV, or .npy for an array (default: - , CSV on stdout)")
+    predict.add_argument("--decision", action="store_true",
+                         help="decision values instead of probabilities (classifiers)")
+    predict.add_argument("--chunk-rows", type=positive_int, default=65_536, metavar="N",
+                         help="rows scored at a time (default: 65536)")
+    predict.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
+
+
+def _predict(args) -> int:
+    from ._scoring import run
+
+    run(args.model, args.input, args.output, decision=args.decision, chunk_rows=args.chunk_rows,
+        progress=not args.no_progress)
+    return 0
 
 
 def main(argv=None) -> int:
@@ -467,7 +495,8 @@ def main(argv=None) -> int:
     """
     parser = _parser()
     args = parser.parse_args(argv)
-    commands = {"demo": _demo, "experiment": _experiment, "report": _report, "bound": _bound, "pursuit": _pursuit}
+    commands = {"demo": _demo, "experiment": _experiment, "report": _report, "bound": _bound, "pursuit": _pursuit,
+                "predict": _predict}
     status = 2
     try:
         return commands[args.command](args)

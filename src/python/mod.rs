@@ -29,6 +29,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::time::Duration;
 
+mod predictor;
+
 /// How often a long call looks for signals (Ctrl-C) while the core works.
 const SIGNAL_POLL: Duration = Duration::from_millis(50);
 /// Kernel matrices and expansions of fewer entries than this (times features) run without
@@ -1407,6 +1409,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
         pyo3::types::PyTuple::new(module.py(), pursuit::METHODS)?,
     )?;
     module.add_function(wrap_pyfunction!(read_model_bytes, module)?)?;
+    predictor::register(module)?;
     module.add_function(wrap_pyfunction!(default_tol, module)?)?;
     module.add_function(wrap_pyfunction!(simd_level, module)?)?;
     module.add_function(wrap_pyfunction!(simd_levels, module)?)?;
