@@ -155,3 +155,22 @@ def test_a_missing_model_is_one_line(tmp_path, capsys):
     assert main(["predict", str(tmp_path / "none.gkfda"), str(tmp_path / "rows.csv")]) != 0
     err = capsys.readouterr().err
     assert err.startswith("gkfda: error: ") and "none.gkfda" in err and len(err.strip().splitlines()) == 1
+
+
+def test_parquet_in(fitted, capsys):
+    parquet = pytest.importorskip("pyarrow.parquet")
+    import pyarrow
+
+    model, path, X, directory = fitted
+    table = pyarrow.table({f"x{i}": X[:, i] for i in range(X.shape[1])})
+    parquet.write_table(table, directory / "rows.parquet", row_group_size=50)
+    assert main(["predict", str(path), str(directory / "rows.parquet"), "-o", str(directory / "out.csv"),
+                 "--chunk-rows", "64", "--no-progress"]) == 0
+    header, rows = _read(directory / "out.csv")
+    assert [row[0] for row in rows] == model.predict(X).tolist()
+    np.testing.assert_allclose(np.array([row[1:] for row in rows], dtype=float), model.predict_proba(X),
+                               rtol=1e-12, atol=1e-12)
+    # Parquet is read, not written: the output is CSV or .npy.
+    assert main(["predict", str(path), str(directory / "rows.parquet"), "-o", str(directory / "out.parquet"),
+                 "--no-progress"]) == 1
+    assert "output is written as CSV or .npy, not Parquet" in capsys.readouterr().err
