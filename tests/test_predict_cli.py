@@ -2,7 +2,6 @@
 
 import csv
 import io
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,9 +11,6 @@ import pytest
 
 import gkfda
 from gkfda.cli import main
-
-PYTHON = str(Path(__file__).resolve().parent.parent / "python")
-
 
 @pytest.fixture(scope="module")
 def fitted(tmp_path_factory):
@@ -126,10 +122,10 @@ def test_a_header_is_checked_against_the_feature_names(tmp_path, capsys):
 def test_stdin_to_stdout_in_a_subprocess(fitted):
     model, path, X, directory = fitted
     text = "\n".join(",".join(map(repr, row)) for row in X.tolist()) + "\n"
-    env = dict(os.environ, PYTHONPATH=PYTHON)
+    # The subprocess imports gkfda as this process does (installed, or through PYTHONPATH).
     code = "import sys; from gkfda.cli import main; sys.exit(main())"
     run = subprocess.run([sys.executable, "-c", code, "predict", str(path), "-"], input=text,
-                         capture_output=True, text=True, env=env)
+                         capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     header, rows = _read(run.stdout)
     assert header[0] == "label"
@@ -145,8 +141,7 @@ def test_predict_imports_no_scikit_learn(fitted):
             "heavy = [m for m in sys.modules if m.split('.')[0] in ('sklearn', 'scipy', 'pandas')];"
             "print(heavy, file=sys.stderr); sys.exit(status or (3 if heavy else 0))")
     run = subprocess.run([sys.executable, "-c", code, "predict", str(path), str(directory / "few.npy"),
-                          "-o", str(directory / "few.csv")], capture_output=True, text=True,
-                         env=dict(os.environ, PYTHONPATH=PYTHON))
+                          "-o", str(directory / "few.csv")], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
 
 
