@@ -22,8 +22,8 @@ use gkfda::operator::{
 };
 use gkfda::pursuit::{pursue, pursue_on, Method, PursuitParams};
 use gkfda::selection::{
-    select_classes, select_classes_on, select_classes_with_progress, select_many, select_many_on,
-    select_many_with_progress,
+    select_classes, select_classes_in_form, select_classes_on, select_classes_with_progress,
+    select_many, select_many_on, select_many_with_progress, FactoredForm,
 };
 use gkfda::{Criterion, Deflation, GreedyParams, Progress, Real};
 use ndarray::Array2;
@@ -128,22 +128,24 @@ fn tie_at(rank: Option<usize>, criterion: Criterion, deflation: Deflation) -> Op
     rank.filter(|_| ratio && exhausts)
 }
 
-/// `(compared, equal)` picks of the factored and dense engines over every criterion ×
-/// deflation × stages for one factor of rank `rank` (`None`: full), in `F`; mismatching
-/// cases are listed.
+/// `(compared, equal, mismatches, ties)` picks of the factored and dense engines over every
+/// criterion × deflation × stages for one factor of rank `rank` (`None`: full), in `F`:
+/// mismatching cases are listed, and in float32 apart those that part ways at a tie at
+/// float32's precision ([`FLOAT32_TIE`]).
 fn compare_selections<F: Real>(
     phi: &Array2<f64>,
     rank: Option<usize>,
     codes: &[u32],
     k: usize,
     label: &str,
-) -> (usize, usize, Vec<String>) {
+) -> (usize, usize, Vec<String>, Vec<String>) {
     let reps = representatives(phi);
     let same = |picks: &[usize]| -> Vec<usize> { picks.iter().map(|&i| reps[i]).collect() };
     let phi_f: Array2<F> = phi.mapv(F::from_f64);
-    let kernel_f: Array2<F> = explicit(phi).mapv(F::from_f64);
+    let exact = explicit(phi);
+    let kernel_f: Array2<F> = exact.mapv(F::from_f64);
     let operator = KernelOperator::factored_of(&phi_f.view(), "factor").unwrap();
-    let (mut compared, mut equal, mut mismatches) = (0, 0, Vec::new());
+    let (mut compared, mut equal, mut mismatches, mut ties) = (0, 0, Vec::new(), Vec::new());
     for criterion in Criterion::ALL.map(|(c, _)| c) {
         for deflation in Deflation::ALL.map(|(d, _)| d) {
             for stages in [1, 3] {
@@ -162,6 +164,20 @@ fn compare_selections<F: Real>(
                 let tie = tie_at(rank, criterion, deflation);
                 if agree(&same(&dense.indices), &same(&factored.indices), tie) {
                     equal += 1;
+                } else if std::mem::size_of::<F>() == 4
+                    && ties_within(
+                        &exact,
+                        codes,
+                        &params,
+                        (&dense.indices, &factored.indices),
+                        &reps,
+                        FLOAT32_TIE,
+                    )
+                {
+                    ties.push(format!(
+                        "{label} {criterion:?} {deflation:?} stages={stages}: dense {:?} factored {:?}",
+                        dense.indices, factored.indices
+                    ));
                 } else {
                     mismatches.push(format!(
                         "{label} {criterion:?} {deflation:?} stages={stages}: dense {:?} factored {:?}",
@@ -171,7 +187,7 @@ fn compare_selections<F: Real>(
             }
         }
     }
-    (compared, equal, mismatches)
+    (compared, equal, mismatches, ties)
 }
 
 #[test]
@@ -185,7 +201,7 @@ fn factored_selection_picks_as_dense_on_the_explicit_kernel_f64() {
                 let codes = classes(160, n_classes, sorted, seed);
                 let label = format!("kind={kind} classes={n_classes} sorted={sorted}");
                 let rank = (kind == 1).then_some(6);
-                let (c, e, m) = compare_selections::<f64>(&phi, rank, &codes, 12, &label);
+                let (c, e, m, _) = compare_selections::<f64>(&phi, rank, &codes, 12, &label);
                 compared += c;
                 equal += e;
                 mismatches.extend(m);
@@ -199,9 +215,11 @@ fn factored_selection_picks_as_dense_on_the_explicit_kernel_f64() {
 
 #[test]
 fn factored_selection_picks_as_dense_on_the_explicit_kernel_f32() {
-    // In float32 the two engines' products round differently (`Φ(Φ'x)` against `Kx`), so
-    // near-ties may break apart; the scores here are well separated and none do.
-    let (mut compared, mut equal, mut mismatches) = (0, 0, Vec::new());
+    // In float32 the two engines' products round differently (`Φ(S(Φ'x))` against `Kx`),
+    // so near-ties may break apart: on the rank-6 factor (kind 1), once a few bases leave a
+    // residual of rank two or three, the Fisher ratios of many columns agree to float32's
+    // precision. Every other case picks alike.
+    let (mut compared, mut equal, mut mismatches, mut ties) = (0, 0, Vec::new(), Vec::new());
     for kind in 0..3 {
         for n_classes in [2, 3] {
             let seed = 100 + kind as u64 * 10 + u64::from(n_classes);
@@ -209,24 +227,27 @@ fn factored_selection_picks_as_dense_on_the_explicit_kernel_f32() {
             let codes = classes(160, n_classes, true, seed);
             let label = format!("kind={kind} classes={n_classes}");
             let rank = (kind == 1).then_some(6);
-            let (c, e, m) = compare_selections::<f32>(&phi, rank, &codes, 12, &label);
+            let (c, e, m, t) = compare_selections::<f32>(&phi, rank, &codes, 12, &label);
             compared += c;
             equal += e;
             mismatches.extend(m);
+            ties.extend(t);
         }
     }
-    println!("f32 selections: {equal} of {compared} pick alike");
-    for line in &mismatches {
-        println!("{line}");
-    }
-    assert!(
-        mismatches
-            .iter()
-            .all(|m| m.contains("kind=1") && m.contains("Schur")),
-        "{}",
-        mismatches.join("\n")
+    println!(
+        "f32 selections: {equal} of {compared} pick alike, {} part at a float32 tie",
+        ties.len()
     );
-    assert!(mismatches.len() <= 2, "{}", mismatches.join("\n"));
+    for line in &ties {
+        println!("tie: {line}");
+    }
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+    assert!(
+        ties.iter().all(|t| t.contains("kind=1")),
+        "{}",
+        ties.join("\n")
+    );
+    assert!(ties.len() <= 4, "{}", ties.join("\n"));
 }
 
 /// The Fisher ratio of every column of `K` deflated by the schur family's terms of the
@@ -726,7 +747,12 @@ fn a_factor_held_by_chunks_picks_as_the_factor_in_memory() {
                         ..GreedyParams::default()
                     };
                     let stop = AtomicBool::new(false);
-                    let expected = select_classes_on(factored, &sorted, &params, &stop).unwrap();
+                    // The chunked holder keeps the terms form: compared with it in memory, passes too.
+                    let progress = Progress::new();
+                    let terms = FactoredForm::Terms;
+                    let expected =
+                        select_classes_in_form(factored, &sorted, &params, &stop, &progress, terms)
+                            .unwrap();
                     let external = ExternalFactor::new(&chunked, &stop);
                     let outcome = select_classes_on(external.operator(), &sorted, &params, &stop);
                     let got = external.outcome(outcome).unwrap();
@@ -943,6 +969,21 @@ fn tie_at_divergence(
     factored: &[usize],
     reps: &[usize],
 ) -> bool {
+    ties_within(kernel, codes, params, (dense, factored), reps, 1e-6)
+}
+
+/// The relative difference of float64 scores within which float32 selections may part ways.
+const FLOAT32_TIE: f64 = 1e-3;
+
+/// [`tie_at_divergence`] with ties to the relative tolerance `tolerance`.
+fn ties_within(
+    kernel: &Array2<f64>,
+    codes: &[u32],
+    params: &GreedyParams,
+    (dense, factored): (&[usize], &[usize]),
+    reps: &[usize],
+    tolerance: f64,
+) -> bool {
     let Some(t) =
         (0..dense.len().min(factored.len())).find(|&t| reps[dense[t]] != reps[factored[t]])
     else {
@@ -962,7 +1003,7 @@ fn tie_at_divergence(
     let (a, b) = (scores[dense[t]], scores[factored[t]]);
     a.is_finite()
         && b.is_finite()
-        && (a - b).abs() <= 1e-6 * a.abs().max(b.abs()).max(f64::MIN_POSITIVE)
+        && (a - b).abs() <= tolerance * a.abs().max(b.abs()).max(f64::MIN_POSITIVE)
 }
 
 /// The criterion's score (higher is better) of every column of `kernel` deflated
@@ -1148,4 +1189,96 @@ fn factored_selections_count_their_picks() {
         select_classes_with_progress(operator, &codes, &params, &stop, &progress).unwrap();
     assert!(selection.stopped_early);
     assert_eq!(progress.get(), (selection.indices.len(), 20));
+}
+
+/// The selection in the factor's coordinates against the terms form on the same factor:
+/// every criterion × deflation × stages, two and three classes, float64 and float32, one
+/// and two threads. Both are exact forms of one algorithm; they part ways only at ties
+/// (checked as in [`ties_within`], on the explicit kernel), and the coordinates' picks do
+/// not depend on the thread count.
+#[test]
+fn coordinates_pick_as_terms() {
+    fn run<F: Real>(label: &str) -> (usize, usize, usize) {
+        let (mut compared, mut equal, mut tied) = (0, 0, 0);
+        for kind in 0..3 {
+            for n_classes in [2, 3] {
+                let seed = 700 + kind as u64 * 10 + u64::from(n_classes);
+                let phi = factor(300, 40, kind, seed);
+                let codes = classes(300, n_classes, kind != 2, seed);
+                let exact = explicit(&phi);
+                let reps = representatives(&phi);
+                let phi_f: Array2<F> = phi.mapv(F::from_f64);
+                let operator = KernelOperator::factored_of(&phi_f.view(), "factor").unwrap();
+                let tolerance = if std::mem::size_of::<F>() == 4 {
+                    FLOAT32_TIE
+                } else {
+                    1e-6
+                };
+                for criterion in Criterion::ALL.map(|(c, _)| c) {
+                    for deflation in Deflation::ALL.map(|(d, _)| d) {
+                        for stages in [1, 2, 4] {
+                            let form = |form: FactoredForm, n_threads: usize| {
+                                let params = GreedyParams {
+                                    k: 16,
+                                    criterion,
+                                    deflation,
+                                    stages,
+                                    seed: 5,
+                                    n_threads,
+                                    ..GreedyParams::default()
+                                };
+                                let stop = AtomicBool::new(false);
+                                let progress = Progress::new();
+                                let selection = select_classes_in_form(
+                                    operator, &codes, &params, &stop, &progress, form,
+                                )
+                                .unwrap();
+                                (selection.indices, params)
+                            };
+                            let (terms, params) = form(FactoredForm::Terms, 1);
+                            let (coordinates, _) = form(FactoredForm::Coordinates, 1);
+                            let (threaded, _) = form(FactoredForm::Coordinates, 2);
+                            assert_eq!(coordinates, threaded, "{label}: thread count");
+                            // Past the rank-6 factor's rank, float32 columns are rounding
+                            // noise (the float64 residuals ~1e-16): the picks up to its
+                            // rank are compared.
+                            let (terms, coordinates) = if kind == 1 && tolerance == FLOAT32_TIE {
+                                (
+                                    terms[..terms.len().min(5)].to_vec(),
+                                    coordinates[..coordinates.len().min(5)].to_vec(),
+                                )
+                            } else {
+                                (terms, coordinates)
+                            };
+                            compared += 1;
+                            let rank = (kind == 1).then_some(6);
+                            let same = |p: &[usize]| -> Vec<usize> {
+                                p.iter().map(|&i| reps[i]).collect()
+                            };
+                            if agree(
+                                &same(&terms),
+                                &same(&coordinates),
+                                tie_at(rank, criterion, deflation),
+                            ) {
+                                equal += 1;
+                            } else {
+                                let pair = (&terms[..], &coordinates[..]);
+                                assert!(
+                                    ties_within(&exact, &codes, &params, pair, &reps, tolerance),
+                                    "{label} kind={kind} classes={n_classes} {criterion:?} \
+                                     {deflation:?} S={stages}: terms {terms:?} coordinates {coordinates:?}"
+                                );
+                                tied += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        println!("{label}: {equal} of {compared} pick alike, {tied} part at a tie");
+        (compared, equal, tied)
+    }
+    let (compared, _, _) = run::<f64>("float64");
+    assert_eq!(compared, 3 * 2 * 5 * 7 * 3);
+    run::<f32>("float32");
 }

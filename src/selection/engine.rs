@@ -182,33 +182,8 @@ impl<'a, F: Real> Engine<'a, F> {
         n_threads: usize,
     ) -> Result<Self> {
         let m = kernel.m();
-        let n_classes = classes.iter().max().map_or(0, |&c| c as usize + 1);
-        let mut sizes = vec![0usize; n_classes];
-        for &c in classes {
-            sizes[c as usize] += 1;
-        }
-        let mf = m as f64;
-        // `w_c = H/m_c` and `w_c/m_c`. For two classes `H/m_c = 2·m_other/m`, written so,
-        // the binary criterion's expression: the same values to the last bit.
-        let (class_weights, scatter_weights): (Vec<f64>, Vec<f64>) = if n_classes == 2 {
-            let other = |c: usize| sizes[1 - c] as f64;
-            (0..2)
-                .map(|c| {
-                    let size = sizes[c] as f64;
-                    (2.0 * other(c) / mf, 2.0 * other(c) / (mf * size))
-                })
-                .unzip()
-        } else {
-            let inverse_sum: f64 = sizes.iter().map(|&size| 1.0 / size as f64).sum();
-            let harmonic = n_classes as f64 / inverse_sum;
-            sizes
-                .iter()
-                .map(|&size| {
-                    let weight = harmonic / size as f64;
-                    (weight, weight / size as f64)
-                })
-                .unzip()
-        };
+        let (class_weights, scatter_weights) = class_weighting(classes);
+        let n_classes = class_weights.len();
         let class_weights: Vec<F> = class_weights.into_iter().map(F::from_f64).collect();
         let scatter_weights = scatter_weights.into_iter().map(F::from_f64).collect();
         let weight: Vec<F> = classes.iter().map(|&c| class_weights[c as usize]).collect();
@@ -512,6 +487,37 @@ impl<'a, F: Real> Engine<'a, F> {
         q.iter_mut().for_each(|v| *v = *v * scale);
         Some(q)
     }
+}
+
+/// The class weights of a checked problem: `w_c = H/m_c` and `w_c/m_c` per class (`H` the
+/// harmonic mean of the class sizes); for two classes `H/m_c = 2·m_other/m`, written so, the
+/// binary criterion's expression: the same values to the last bit.
+pub(super) fn class_weighting(classes: &[u32]) -> (Vec<f64>, Vec<f64>) {
+    let m = classes.len();
+    let n_classes = classes.iter().max().map_or(0, |&c| c as usize + 1);
+    let mut sizes = vec![0usize; n_classes];
+    for &c in classes {
+        sizes[c as usize] += 1;
+    }
+    let mf = m as f64;
+    if n_classes == 2 {
+        let other = |c: usize| sizes[1 - c] as f64;
+        return (0..2)
+            .map(|c| {
+                let size = sizes[c] as f64;
+                (2.0 * other(c) / mf, 2.0 * other(c) / (mf * size))
+            })
+            .unzip();
+    }
+    let inverse_sum: f64 = sizes.iter().map(|&size| 1.0 / size as f64).sum();
+    let harmonic = n_classes as f64 / inverse_sum;
+    sizes
+        .iter()
+        .map(|&size| {
+            let weight = harmonic / size as f64;
+            (weight, weight / size as f64)
+        })
+        .unzip()
 }
 
 /// The class sums `s_c` and `d` of `K_0`, and the passes they took. Dense, two classes:

@@ -32,6 +32,8 @@
 
 mod criteria;
 mod engine;
+mod pspace;
+mod rows;
 mod schur;
 mod shared;
 mod stages;
@@ -47,6 +49,8 @@ use crate::real::Real;
 use crate::tuning::{SHARED_FROM_BYTES, SHARED_SELECTIONS, SPECULATED_CANDIDATES};
 use engine::Engine;
 use ndarray::ArrayView2;
+pub use pspace::FactorRows;
+pub use rows::{Candidate, Moments, RowStatistics, RowTerm, RowsSetUp};
 use schur::{FirstPick, Speculated};
 use shared::SharedPasses;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -159,6 +163,49 @@ pub fn select_classes_with_progress<F: Real>(
     select_alone(kernel, classes, &params, stop, progress)
 }
 
+/// How a selection over a factor `K_0 = ΦΦ'` in memory keeps its deflation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FactoredForm {
+    /// In the factor's coordinates where its `p×p` matrices are affordable, else as terms.
+    #[default]
+    Auto,
+    /// In the factor's coordinates, `K_t = Φ S_t Φ'`: one pass over `Φ` a stage.
+    Coordinates,
+    /// As rank-one terms of `m`-vectors, `K_t = ΦΦ' − UV'`, as over a dense kernel.
+    Terms,
+}
+
+/// [`select_classes_with_progress`] with the factored form chosen (`form` is ignored for a
+/// dense kernel and a factor held elsewhere).
+pub fn select_classes_in_form<F: Real>(
+    kernel: KernelOperator<'_, F>,
+    classes: &[u32],
+    params: &GreedyParams,
+    stop: &AtomicBool,
+    progress: &Progress,
+    form: FactoredForm,
+) -> Result<Selection> {
+    let m = kernel.m();
+    let params = params.check::<F>((m, m), classes)?;
+    progress.add_total(params.k.min(m));
+    select_alone_in_form(kernel, classes, &params, stop, progress, form)
+}
+
+/// Whether the selection of `params` over `kernel` runs in the factor's coordinates.
+fn in_coordinates<F: Real>(
+    kernel: KernelOperator<'_, F>,
+    params: &ValidParams,
+    form: FactoredForm,
+) -> bool {
+    match (kernel, form) {
+        (KernelOperator::Factored { .. }, FactoredForm::Coordinates) => true,
+        (KernelOperator::Factored { m, p, .. }, FactoredForm::Auto) => {
+            pspace::suits::<F>(m, p, params)
+        }
+        _ => false,
+    }
+}
+
 /// Two-class labels as class codes: `true` 1, `false` 0.
 fn class_codes(positive: &[bool]) -> Vec<u32> {
     positive.iter().map(|&p| u32::from(p)).collect()
@@ -172,6 +219,24 @@ fn select_alone<F: Real>(
     stop: &AtomicBool,
     progress: &Progress,
 ) -> Result<Selection> {
+    select_alone_in_form(kernel, classes, params, stop, progress, FactoredForm::Auto)
+}
+
+/// [`select_alone`] in the factored form `form`.
+fn select_alone_in_form<F: Real>(
+    kernel: KernelOperator<'_, F>,
+    classes: &[u32],
+    params: &ValidParams,
+    stop: &AtomicBool,
+    progress: &Progress,
+    form: FactoredForm,
+) -> Result<Selection> {
+    if let KernelOperator::Factored { factor, p, .. } = kernel {
+        if in_coordinates(kernel, params, form) {
+            let mut rows = pspace::RowsInMemory::new(factor, p, classes, params.n_threads)?;
+            return pspace::select(&mut rows, classes, params, stop, progress);
+        }
+    }
     let mut engine = Engine::new(kernel, classes, params.tol, params.n_threads)?;
     // The whole loop runs on a worker of the engine's pool, so that a pass is shared by
     // that worker and the others (n threads in all), where a caller outside the pool
@@ -264,7 +329,11 @@ fn select_many_sharing_from<F: Real>(
     let bytes = kernel.bytes();
     let problems = checked;
     progress.add_total(problems.iter().map(|(_, params)| params.k.min(m)).sum());
-    let sharing = |params: &ValidParams| shares_passes(params) && bytes >= shared_from_bytes;
+    let sharing = |params: &ValidParams| {
+        shares_passes(params)
+            && bytes >= shared_from_bytes
+            && !in_coordinates(kernel, params, FactoredForm::Auto)
+    };
     let mut selections: Vec<Option<Selection>> = vec![None; problems.len()];
     for (c, (classes, params)) in problems.iter().enumerate() {
         if !sharing(params) {
