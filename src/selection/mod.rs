@@ -157,10 +157,8 @@ pub fn select_classes_with_progress<F: Real>(
     stop: &AtomicBool,
     progress: &Progress,
 ) -> Result<Selection> {
-    let m = kernel.m();
-    let params = params.check::<F>((m, m), classes)?;
-    progress.add_total(params.k.min(m));
-    select_alone(kernel, classes, &params, stop, progress)
+    let form = FactoredForm::Auto;
+    select_classes_in_form(kernel, classes, params, stop, progress, form)
 }
 
 /// How a selection over a factor `K_0 = ΦΦ'` in memory keeps its deflation.
@@ -204,6 +202,23 @@ fn in_coordinates<F: Real>(
         }
         _ => false,
     }
+}
+
+/// For the `random` criterion, each sample's place in the random order (the order given,
+/// else drawn from the seed); empty for the other criteria.
+fn random_ranks(params: &ValidParams, m: usize) -> Result<Vec<usize>> {
+    if params.criterion != Criterion::Random {
+        return Ok(Vec::new());
+    }
+    let order = params
+        .random_order
+        .clone()
+        .unwrap_or_else(|| random_order(m, params.seed));
+    let mut rank = try_zeroed::<usize>(m, "the random order")?;
+    for (position, &i) in order.iter().enumerate() {
+        rank[i] = position;
+    }
+    Ok(rank)
 }
 
 /// Two-class labels as class codes: `true` 1, `false` 0.
@@ -483,17 +498,7 @@ fn run_selection<F: Real>(
     let tol = params.tol;
     let m = engine.m;
     engine.reserve_terms(params.k.min(m), params.vectors_per_term())?;
-    let mut rank = Vec::new();
-    if params.criterion == Criterion::Random {
-        let order = params
-            .random_order
-            .clone()
-            .unwrap_or_else(|| random_order(m, params.seed));
-        rank = try_zeroed::<usize>(m, "the random order")?;
-        for (position, &i) in order.iter().enumerate() {
-            rank[i] = position;
-        }
-    }
+    let rank = random_ranks(params, m)?;
     engine.target = params.k;
     let (family, directions) = (params.family, params.directions);
     // The schur family's two passes a pick are `K_t x` and `h = K_t'Du`, and `h` serves

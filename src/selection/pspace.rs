@@ -16,9 +16,9 @@
 
 use super::engine::class_weighting;
 use super::rows::{Candidate, Moments, RowStatistics, RowTerm, RowsSetUp};
-use super::{random_order, Selection};
+use super::{random_ranks, Selection};
 use crate::error::{try_zeroed, Error, Result};
-use crate::params::{Criterion, Family, ValidParams};
+use crate::params::{Family, ValidParams};
 use crate::progress::Progress;
 use crate::real::Real;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -291,17 +291,7 @@ pub(crate) fn select<F: Real>(
     if moments.gram.len() != p * p || moments.class_sums.len() != class_weights.len() {
         return Err(Error::invalid("factor", "its moments have the wrong shape"));
     }
-    let mut rank = Vec::new();
-    if params.criterion == Criterion::Random {
-        let order = params
-            .random_order
-            .clone()
-            .unwrap_or_else(|| random_order(m, params.seed));
-        rank = try_zeroed::<usize>(m, "the random order")?;
-        for (position, &i) in order.iter().enumerate() {
-            rank[i] = position;
-        }
-    }
+    let rank = random_ranks(params, m)?;
     let set_up = RowsSetUp {
         weighted: &moments.weighted,
         class_sums: &moments.class_sums,
