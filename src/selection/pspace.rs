@@ -89,7 +89,7 @@ impl<F: Real> FactorRows<F> for RowsInMemory<'_, F> {
             &self.pool,
             self.factor,
             self.p,
-            0,
+            Vec::new(),
             self.classes.to_vec(),
             rank.to_vec(),
             set_up,

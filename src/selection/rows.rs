@@ -168,12 +168,15 @@ pub struct RowsSetUp<'s> {
     pub tol: f64,
 }
 
-/// The statistics of some rows of `Φ` (the `rows` rows from `offset` on): the class sums and
-/// `d` of their columns of the current `K_t`, the fixed thresholds, which are chosen, and for
-/// the `random` criterion their places in the order.
+/// The statistics of some rows of `Φ`: the class sums and `d` of their columns of the current
+/// `K_t`, the fixed thresholds, which are chosen, and for the `random` criterion their places
+/// in the order. Each row is known by its index among all rows (the engine's order, by which
+/// ties break): `indices`, or when that is empty, `0, 1, …` (all rows, in memory).
 #[derive(Debug, Clone)]
 pub struct RowStatistics {
-    offset: usize,
+    indices: Vec<usize>,
+    /// `(index, row)` by index, to find a pick among `indices`.
+    by_index: Vec<(usize, usize)>,
     classes: Vec<u32>,
     rank: Vec<usize>,
     sums: Vec<Vec<f64>>,
@@ -185,21 +188,27 @@ pub struct RowStatistics {
 }
 
 impl RowStatistics {
-    /// The statistics of `K_0` for the row-major block `factor` of width `p`, the rows
-    /// `offset..offset + classes.len()` of classes `classes`; `rank` their places in the
-    /// random order (for [`Criterion::Random`], else empty). One pass: `Φ E` by blocks of
+    /// The statistics of `K_0` for the row-major block `factor` of width `p`, whose rows are
+    /// the rows `indices` of all (empty: `0..`) of classes `classes`; `rank` their places in
+    /// the random order (for [`Criterion::Random`], else empty). One pass: `Φ E` by blocks of
     /// rows (a GEMM each) for `d`, and the rows' products with `σ_c`.
     pub fn start<F: Real>(
         pool: &rayon::ThreadPool,
         factor: &[F],
         p: usize,
-        offset: usize,
+        indices: Vec<usize>,
         classes: Vec<u32>,
         rank: Vec<usize>,
         set_up: &RowsSetUp<'_>,
     ) -> Result<Self> {
         let rows = classes.len();
-        if factor.len() != rows * p || set_up.weighted.len() != p * p {
+        let sized = |len: usize| len == 0 || len == rows;
+        if factor.len() != rows * p
+            || set_up.weighted.len() != p * p
+            || !sized(indices.len())
+            || !sized(rank.len())
+            || set_up.class_sums.iter().any(|sum| sum.len() != p)
+        {
             return Err(Error::invalid(
                 "factor",
                 format!("a chunk of {rows} rows of width {p} has the wrong size"),
@@ -269,8 +278,15 @@ impl RowStatistics {
             ));
         }
         let threshold = d.iter().map(|&d0| set_up.tol * d0).collect();
+        let mut by_index: Vec<(usize, usize)> = indices
+            .iter()
+            .enumerate()
+            .map(|(row, &i)| (i, row))
+            .collect();
+        by_index.sort_unstable();
         Ok(RowStatistics {
-            offset,
+            indices,
+            by_index,
             classes,
             rank,
             sums,
@@ -282,9 +298,16 @@ impl RowStatistics {
         })
     }
 
-    /// The rows held.
-    pub fn rows(&self) -> std::ops::Range<usize> {
-        self.offset..self.offset + self.classes.len()
+    /// The row held of index `index` among all rows, if held here.
+    fn row_of(&self, index: usize) -> Option<usize> {
+        if self.indices.is_empty() {
+            return (index < self.classes.len()).then_some(index);
+        }
+        let at = self
+            .by_index
+            .binary_search_by_key(&index, |&(i, _)| i)
+            .ok()?;
+        Some(self.by_index[at].1)
     }
 
     /// One round: the picks `blocked` (indices among all rows; those of other chunks are
@@ -300,14 +323,14 @@ impl RowStatistics {
         blocked: &[usize],
         take: usize,
     ) -> Vec<Candidate<F>> {
-        for &i in blocked {
-            if self.rows().contains(&i) {
-                self.blocked[i - self.offset] = true;
+        for &index in blocked {
+            if let Some(row) = self.row_of(index) {
+                self.blocked[row] = true;
             }
         }
         let rows = self.classes.len();
         let n_blocks = rows.div_ceil(FACTOR_BLOCK_ROWS);
-        let offset = self.offset;
+        let indices = &self.indices;
         let stats = StatisticsView {
             scatter_weights: &self.scatter_weights,
             criterion: self.criterion,
@@ -349,7 +372,7 @@ impl RowStatistics {
                             .for_each(|(value, sum)| *value = sum[local]);
                         let place = rank.get(i).copied().unwrap_or(0);
                         if let Some(score) = stats.score(&at, d[local], threshold[i], place) {
-                            found.push((score, offset + i));
+                            found.push((score, indices.get(i).copied().unwrap_or(i)));
                         }
                     }
                     best_of(found, take)
@@ -359,7 +382,7 @@ impl RowStatistics {
         best_of(best.into_iter().flatten().collect(), take)
             .into_iter()
             .map(|(score, index)| {
-                let i = index - offset;
+                let i = self.row_of(index).expect("a candidate is a row held here");
                 Candidate {
                     score,
                     index,
