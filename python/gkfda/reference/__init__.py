@@ -101,6 +101,8 @@ def _class_weights(y):
 
 def _deflate(Kt, x, deflation):
     """Return the deflated kernel for direction ``x`` (a unit vector)."""
+    if deflation == "none":
+        return Kt
     family = deflation.removeprefix("ortho-")
     if family == "hotelling":
         return Kt - (x @ Kt @ x) * np.outer(x, x)
@@ -112,7 +114,8 @@ def _deflate(Kt, x, deflation):
         if lam <= 0.0:
             return Kt
         return Kt - np.outer(Ktx, Kt.T @ x) / lam
-    return Kt
+    # A deflation the core lists but this oracle lacks must not pass as "none".
+    raise ValueError(f"deflation: the reference has no explicit deflation {deflation!r}")
 
 
 def select(
@@ -188,13 +191,16 @@ def select(
         if not admissible.any():
             break
         with np.errstate(divide="ignore", invalid="ignore"):
-            score = {
+            scores = {
                 "optimal": numerator / denom,
                 "pseudo": numerator,
                 "reverse": -numerator / denom,
                 "reverse-pseudo": -numerator,
                 "random": -rank if criterion == "random" else None,
-            }[criterion]
+            }
+        if criterion not in scores:
+            raise ValueError(f"criterion: the reference has no score for {criterion!r}")
+        score = scores[criterion]
         candidates = np.flatnonzero(admissible)
         best_first = candidates[np.argsort(-score[candidates], kind="stable")]
         picks = best_first[: min(stages, k - len(chosen))]
