@@ -18,7 +18,7 @@ from sklearn.utils._param_validation import validate_parameter_constraints
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from ._kernels import _count
-from ._model import compacted, one_blas_thread
+from ._discriminant import compacted, one_blas_thread
 from ._validation import check_full_state
 
 

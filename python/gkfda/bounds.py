@@ -44,7 +44,7 @@ import warnings
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ._model import PackedTriangles
+from ._discriminant import PackedTriangles
 from ._validation import check_full_state
 
 VARIANTS = ("paper", "union_bound")

@@ -34,7 +34,7 @@ from ._dask import is_dask_input, prepare_dask_training
 from ._factor import DEFAULT_FACTOR_RANK, POOLS, SOLVERS
 from ._progress import progress_bar
 from ._training import more_than_samples_message, prepare_training, short_selection_message
-from ._model import fit_discriminant, one_blas_thread
+from ._discriminant import fit_discriminant, one_blas_thread
 from ._sparsity_path import SparsityPath
 from .bounds import FeatureMoments, FisherDiscriminantBound
 from ._validation import check_full_state, check_scored_samples, checked_priors, thread_count

@@ -8,7 +8,7 @@ from dataclasses import fields
 
 import numpy as np
 
-from .._model import Discriminant
+from .._discriminant import Discriminant
 from .._validation import checked_priors
 from ..bounds import FeatureMoments
 from ..estimator import _IndexedRows
