@@ -23,8 +23,8 @@ def module_names():
 
 
 def imports_of(name, path, modules):
-    """The modules of gkfda that ``name`` imports, its own ancestor packages left out: Python
-    runs a package before its modules, so reading a name of one never starts an import."""
+    """The modules of gkfda that ``name`` imports, the package ``gkfda`` itself left out: its
+    ``__init__`` imports only the core, and loads the rest on first use of a name."""
     if path is None:
         return set()
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
@@ -41,8 +41,7 @@ def imports_of(name, path, modules):
             for alias in node.names:
                 submodule = f"{target}.{alias.name}"
                 found.add(submodule if submodule in modules else target)
-    ancestors = {".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)}
-    return {target for target in found if target in modules and target != name and target not in ancestors}
+    return {target for target in found if target in modules and target not in (name, "gkfda")}
 
 
 def import_graph():

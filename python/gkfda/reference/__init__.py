@@ -47,11 +47,19 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from .._core import CRITERIA, DEFLATIONS
+from ._tolerance import default_tol
+from .parsimonious import parsimonious_fit, parsimonious_objective, parsimonious_support, parsimonious_targets
+from .pursuit import (
+    canonical_correlation, matching_pursuit_fit, matching_pursuit_select, nystrom_features, sparse_cca_select,
+    sparse_pca_select,
+)
 
-
-def default_tol(dtype) -> float:
-    """Relative threshold below which a column counts as numerically explained."""
-    return 1e-4 if np.dtype(dtype) == np.float32 else 1e-9
+# The names of this module's page: its own functions and the tolerance they share with the pursuits'
+# oracles (the pursuits' and kFDA_q's are documented in their modules).
+__all__ = [
+    "default_tol", "rbf_kernel", "select", "nystrom_projection", "fit_model", "predict_log_proba",
+    "decision_function",
+]
 
 
 def rbf_kernel(X, Z, gamma):
@@ -321,6 +329,3 @@ def decision_function(model, K_cross_support):
     log_proba = predict_log_proba(model, K_cross_support)
     return log_proba[:, 1] - log_proba[:, 0] if log_proba.shape[1] == 2 else log_proba
 
-
-from .pursuit import canonical_correlation, matching_pursuit_fit, matching_pursuit_select, nystrom_features, sparse_cca_select, sparse_pca_select  # noqa: E402,F401
-from .parsimonious import parsimonious_fit, parsimonious_objective, parsimonious_support, parsimonious_targets  # noqa: E402,F401
