@@ -364,15 +364,15 @@ def section_path(args):
 
 
 def section_loop(args):
-    import gkfda._model
+    import gkfda._discriminant
     import gkfda.estimator
 
     m, k = 1000, 100
-    shipped = gkfda._model.one_blas_thread
+    shipped = gkfda._discriminant.one_blas_thread
 
     def blas_on_one_thread(flag):
         context = shipped if flag else contextlib.nullcontext
-        gkfda._model.one_blas_thread = gkfda.estimator.one_blas_thread = context
+        gkfda._discriminant.one_blas_thread = gkfda.estimator.one_blas_thread = context
 
     print(f"\n### Fits back to back (m={m}, k={k}, d={args.d}, float64, {args.threads} threads)\n")
     print("Each figure is the median over pairs of the mean of 5 consecutive fits; `greedy alone` is")

@@ -36,6 +36,7 @@ EXAMPLES = {
     "gkfda.study.markdown": 1,
     "gkfda.study.published": 1,
     "gkfda.study.pursuit": 1,
+    "gkfda.study.arguments": 1,
 }
 
 

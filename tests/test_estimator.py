@@ -574,7 +574,7 @@ def test_the_model_linear_algebra_runs_on_one_blas_thread_and_restores_it(monkey
     the caller's setting comes back afterwards."""
     import threadpoolctl
 
-    import gkfda._model
+    import gkfda._discriminant
 
     X, y = make_moons(200, noise=0.2, random_state=0)
     with threadpoolctl.threadpool_limits(2, user_api="blas"):
@@ -582,17 +582,17 @@ def test_the_model_linear_algebra_runs_on_one_blas_thread_and_restores_it(monkey
         if not before:
             pytest.skip("no BLAS library that threadpoolctl can see")
         seen = []
-        original = gkfda._model._discriminant
+        original = gkfda._discriminant._discriminant
 
         def spy(*args):
             seen.append(_blas_threads())
             return original(*args)
 
-        monkeypatch.setattr(gkfda._model, "_discriminant", spy)
+        monkeypatch.setattr(gkfda._discriminant, "_discriminant", spy)
         model = GreedyKFDA(k=20, gamma=2.0).fit(X, y)
         assert seen and all(set(threads.values()) == {1} for threads in seen)
         assert _blas_threads() == before
-        with gkfda._model.one_blas_thread():
+        with gkfda._discriminant.one_blas_thread():
             assert set(_blas_threads().values()) == {1}
         assert _blas_threads() == before
         model.decision_path(X, ks=[5, 20])

@@ -334,6 +334,38 @@ def test_fitted_k_is_bounded_by_the_bases(binary, tmp_path):
         gkfda.load(path)
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("multiclass", ["binary", "shared", "ovr"])
+def test_load_refuses_an_expansion_its_state_does_not_give(multiclass, dtype, tmp_path):
+    # predict reads predict.weights and predict.bias, decision_path and truncate the state's
+    # models: a file whose two disagree would predict two ways.
+    if multiclass == "binary":
+        model = GreedyKFDA(k=8, dtype=dtype).fit(X, Y)
+    else:
+        model = GreedyKFDA(k=8, dtype=dtype, multiclass=multiclass).fit(X, Y3)
+    tensors, metadata = _parts(_saved(model, tmp_path))
+    path = tmp_path / "changed.safetensors"
+    weights = tensors["predict.weights"]
+    row, column = np.unravel_index(np.argmax(np.abs(weights)), weights.shape)
+    # Within the tolerance of the model's precision (another BLAS's rounding): loaded.
+    nudged = weights.copy()
+    nudged[row, column] *= 1 + (1e-10 if dtype == "float64" else 1e-5)
+    path.write_bytes(_file({**tensors, "predict.weights": nudged}, metadata))
+    np.testing.assert_allclose(gkfda.load(path).decision_function(X), model.decision_function(X), rtol=1e-3,
+                               atol=1e-3)
+    changed = weights.copy()
+    changed[row, column] *= 1.01
+    for name, value in (("predict.weights", changed), ("predict.bias", tensors["predict.bias"] + 0.5)):
+        path.write_bytes(_file({**tensors, name: value}, metadata))
+        with pytest.raises(ValueError, match=rf"changed\.safetensors: tensor {name}: differs from what the "
+                                             r"state's models give by [0-9.e+-]+, more than"):
+            gkfda.load(path)
+    # A lean file has no models to check against: its predictor is the model.
+    tensors, metadata = _parts(_saved(model, tmp_path, lean=True))
+    path.write_bytes(_file({**tensors, "predict.weights": changed}, metadata))
+    assert not np.allclose(gkfda.load(path).decision_function(X), model.decision_function(X))
+
+
 def test_an_early_stop_keeps_its_fitted_k(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -12,7 +12,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from gkfda import GreedyKFDA, reference
-from gkfda._model import fit_discriminant
+from gkfda._discriminant import fit_discriminant
 
 
 @pytest.mark.parametrize("n_classes", [2, 3, 5])

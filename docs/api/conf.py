@@ -39,9 +39,10 @@ templates_path = ["_templates"]
 exclude_patterns = ["_build"]
 
 autosummary_generate = True
-autodoc_default_options = {"members": True, "inherited-members": False}
-# The class pages list their own methods (template); numpydoc's tables of every member,
-# inherited ones included, would link to pages that are not generated.
+autodoc_default_options = {"members": True}
+# The class pages list their methods, gkfda's inherited ones included (template, _skip_member);
+# numpydoc's tables of every member, scikit-learn's included, would link to pages that are not
+# generated.
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 
@@ -104,10 +105,23 @@ def _read_guide(app, docname, source):
         source[0] = landing_text(source[0])
 
 
+def _defined_outside_gkfda(obj) -> bool:
+    function = getattr(obj, "fget", obj)  # a property's getter
+    if not callable(function):
+        return False
+    module = getattr(function, "__module__", None) or ""
+    return module != "gkfda" and not module.startswith("gkfda.")
+
+
 def _skip_member(app, what, name, obj, skip, options):
     # scikit-learn's metadata-routing setters (set_fit_request, ...) are generated per class;
     # their docstrings point into scikit-learn's own documentation.
     if re.fullmatch(r"set_\w+_request", name):
+        return True
+    # The class pages take inherited members (the template), so that what an estimator gets
+    # from gkfda's own mixins (GreedyKFDA's sparsity path and bound) is on its page; what it
+    # gets from scikit-learn's (get_params, fit_transform, ...) is documented there.
+    if what == "class" and _defined_outside_gkfda(obj):
         return True
     return None
 

@@ -424,21 +424,14 @@ class _ChunkedProblem(TrainingProblem):
                                                   what="the kernel's diagonal"))
         return diagonal[self.by_class]
 
-    def columns(self, supports, kernel):
-        union = np.unique(np.concatenate([np.asarray(support, dtype=np.intp) for support in supports]))
+    def _union_columns(self, union, kernel) -> np.ndarray:
         basis = _OrderedRows(self.chunks, self.by_class)[union]
         # The exact kernel columns of the chosen bases (m × |union|), as the in-memory fit's.
-        cross = np.concatenate(
+        return np.concatenate(
             self.chunks.map(_kernel_columns, self.chunks.parts, basis, kernel, self.params, self.dtype,
                             what="the bases' kernel columns"),
             axis=0,
         )[self.by_class]
-
-        def columns(support):
-            block = cross[:, np.searchsorted(union, support)]
-            return block, block[support]
-
-        return columns
 
 
 def _chunked_factor(chunks, ordered, by_class, name, params, estimator, k, dtype, rng, threads):

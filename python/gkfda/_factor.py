@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _core
+from ._kernels import kernel_overflow_message
 
 SOLVERS = ("auto", "dense", "factored")
 POOLS = ("rpcholesky", "greedy", "uniform")
@@ -72,8 +73,6 @@ def check_kernel_range(X, kernel, params, dtype, argument="X") -> None:
     ``x·z`` and a polynomial's ``(gamma x·z + coef0)^degree``, each at most its value for the
     row of largest norm (Cauchy–Schwarz). The dense fit finds the same overflow in its
     matrix; a factor would otherwise fail in the pool's eigendecomposition or with NaN rows."""
-    from ._kernels import kernel_overflow_message
-
     if len(X) == 0 or kernel is None:
         return
     largest = float(np.finfo(dtype).max)
@@ -93,13 +92,6 @@ def check_kernel_range(X, kernel, params, dtype, argument="X") -> None:
             bound = squared
     if not bound <= largest:  # NaN and infinity too
         raise ValueError(kernel_overflow_message(argument, dtype))
-
-
-def factor_bytes(m: int, p: int, itemsize: int, threads: int) -> int:
-    """Bytes a factor of rank ``p`` takes while it is made: ``Φ``, each thread's block of
-    cross-kernel rows, and the pool's ``p×p`` kernel with its eigendecomposition (float64)."""
-    block_rows = min(m, 1024)  # the core's FACTOR_BLOCK_ROWS
-    return m * p * itemsize + threads * block_rows * p * itemsize + 4 * p * p * 8
 
 
 def pool(X, p, method, params, rng, threads) -> np.ndarray:

@@ -172,14 +172,18 @@ class TrainingProblem:
             K = self.kernel
             return lambda support: (K[:, support], K[np.ix_(support, support)])
         union = np.unique(np.concatenate([np.asarray(support, dtype=np.intp) for support in supports]))
-        cross = kernel_between(self.rows, np.ascontiguousarray(self.rows[union]), kernel, self.params,
-                               self.dtype, self.threads)
+        cross = self._union_columns(union, kernel)
 
         def columns(support):
             block = cross[:, np.searchsorted(union, support)]
             return block, block[support]
 
         return columns
+
+    def _union_columns(self, union, kernel) -> np.ndarray:
+        """``K(X, X[union])`` in kernel order (``m × |union|``), of a factored fit's rows."""
+        return kernel_between(self.rows, np.ascontiguousarray(self.rows[union]), kernel, self.params, self.dtype,
+                              self.threads)
 
 
 def prepare_training(estimator, X, y, rng) -> TrainingProblem:

@@ -152,11 +152,16 @@ def check_fit_fits(m: int, k: int, selections: int, dtype, kernel_bytes: int, ar
         )
 
 
+def factor_bytes(m: int, p: int, itemsize: int, threads: int) -> int:
+    """Bytes a factor of rank ``p`` takes while it is made: ``Φ``, each thread's block of
+    cross-kernel rows, and the pool's ``p×p`` kernel with its eigendecomposition (float64)."""
+    block_rows = min(m, 1024)  # the core's FACTOR_BLOCK_ROWS
+    return m * p * itemsize + threads * block_rows * p * itemsize + 4 * p * p * 8
+
+
 def check_factored_fit_fits(m: int, p: int, k: int, selections: int, dtype, threads: int) -> None:
     """Refuse, before allocating, a factored fit that cannot hold its factor (``m × p``) with
     the working memory of its selections and model, naming ``factor_rank``."""
-    from ._factor import factor_bytes
-
     dtype = np.dtype(dtype)
     factor = factor_bytes(m, p, dtype.itemsize, threads)
     working = fit_working_bytes(m, k, selections, dtype)

@@ -24,19 +24,17 @@ import math
 import os
 import sys
 import time
-from pathlib import Path
 
+from ._core import CRITERIA, DEFLATIONS
 from .study import StudyInputError
+from .study.arguments import add_report_arguments, output_directory
 
-# Copies of the names the parsers offer, so that building them imports neither the core nor
-# the study (tests/test_cli.py checks them against the originals).
-CRITERIA = ("random", "optimal", "pseudo", "reverse", "reverse-pseudo")
-DEFLATIONS = ("none", "hotelling", "projection", "schur", "ortho-hotelling", "ortho-projection", "ortho-schur")
+# Copies of the study's names the parsers offer, so that building them imports neither NumPy
+# nor the study's modules (tests/test_cli.py checks them against the originals).
 BENCHMARKS = ("banana", "breast_cancer", "diabetis", "flare_solar", "german", "heart", "image", "ringnorm",
               "splice", "thyroid", "titanic", "twonorm", "waveform")
 PROTOCOLS = ("default", "paper000")
 SELF_TUNED = ("kfda", "svm", "kfdaq1", "kfdaq0.5")
-MPKFDA_METHOD = "optimal/schur/1"
 BOUND_SIZES = (1_000, 2_000, 5_000, 10_000)
 
 
@@ -106,28 +104,6 @@ def positive_float(text: str) -> float:
 def probability(text: str) -> float:
     """A number strictly between 0 and 1 (argparse ``type``)."""
     return _real(text, lambda v: 0 < v < 1, "a number in (0, 1)")
-
-
-def output_directory(text: str) -> str:
-    """A directory that exists or can be created, and can be written into (argparse ``type``).
-
-    Checked before any work starts, so that a long run does not fail at its first write.
-    """
-    path = Path(text)
-    if path.exists():
-        if not path.is_dir():
-            raise argparse.ArgumentTypeError(f"{text} is a file, not a directory")
-        if not os.access(path, os.W_OK | os.X_OK):
-            raise argparse.ArgumentTypeError(f"{text} is not writable")
-        return text
-    parent = path.absolute().parent
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} cannot be created: {parent} is a file")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise argparse.ArgumentTypeError(f"{text} cannot be created: {parent} is not writable")
-    return text
 
 
 class _HelpFormatter(argparse.HelpFormatter):
@@ -329,22 +305,6 @@ def _pursuit(args) -> int:
     from .study import pursuit
 
     return pursuit.run(args)
-
-
-def add_report_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """The arguments of ``gkfda report`` (also those of ``python -m gkfda.study.report``)."""
-    parser.add_argument("results_dir", metavar="RESULTS_DIR",
-                        help="results directory of `gkfda experiment` to read; the report is written to --out")
-    parser.add_argument("--out", type=output_directory, default=None, metavar="DIR",
-                        help="output directory (default: RESULTS_DIR/report)")
-    parser.add_argument("--canonical-only", action="store_true", help="report only the canonical IDA splits")
-    parser.add_argument("--no-figures", action="store_true", help="do not draw the PNG figures")
-    parser.add_argument("--also", nargs="+", default=[], metavar="DIR",
-                        help="more results directories whose rows join the report, e.g. a kFDA_q run "
-                             "(default: none)")
-    parser.add_argument("--mpkfda", default=MPKFDA_METHOD, metavar="METHOD",
-                        help="method shown as MPKFDA beside Table 1 of Diethe et al. (2009)")
-    return parser
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -10,7 +10,7 @@ import numpy as np
 from scipy.special import expit, log_expit, log_softmax, logsumexp, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Options, StrOptions, validate_parameter_constraints
+from sklearn.utils._param_validation import Options, StrOptions
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from . import _core
@@ -34,8 +34,9 @@ from ._dask import is_dask_input, prepare_dask_training
 from ._factor import DEFAULT_FACTOR_RANK, POOLS, SOLVERS
 from ._progress import progress_bar
 from ._training import more_than_samples_message, prepare_training, short_selection_message
-from ._model import compacted, fit_discriminant, one_blas_thread
-from .bounds import FeatureMoments, GeneralisationBound, _check_delta, _check_radius, _check_variant, fisher_discriminant_bound
+from ._discriminant import fit_discriminant, one_blas_thread
+from ._sparsity_path import SparsityPath
+from .bounds import FeatureMoments, FisherDiscriminantBound
 from ._validation import check_full_state, check_scored_samples, checked_priors, thread_count
 from ._atomic import fits_atomically
 
@@ -55,7 +56,10 @@ DEFAULT_K_PER_PROBLEM = 50
 _ONE_THREAD_ROWS = 64
 
 
-class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class GreedyKFDA(
+    SparsityPath, FisherDiscriminantBound, ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
+    BaseEstimator,
+):
     """Sparse greedy Kernel Fisher Discriminant (matching-pursuit KFDA and its variants).
 
     Chooses ``k`` training points greedily (a selection ``criterion``, then a
@@ -652,230 +656,6 @@ class GreedyKFDA(ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         kernels = self._kernel_to_supports(X)
         with np.errstate(over="ignore", invalid="ignore"):
             return finite_outputs(np.hstack([model.transform(kernel) for model, kernel in zip(self._models, kernels)]))
-
-    # -- the sparsity path ------------------------------------------------------------
-
-    def _check_ks(self, ks):
-        check_is_fitted(self)
-        check_full_state(self, "the sparsity path (decision_path, proba_path, error_path)")
-        # Up to the k the model was fitted with: a selection that stopped early at k_ < k
-        # gives the same model for every k between k_ and k, as separate fits would.
-        largest = self._fitted_k
-        if ks is None:
-            return np.arange(1, largest + 1)
-        ks = np.atleast_1d(np.asarray(ks))
-        if ks.ndim != 1 or not np.issubdtype(ks.dtype, np.integer) or ks.size == 0:
-            raise ValueError(f"ks: must be a non-empty list of integers, got {ks!r}")
-        if ks.min() < 1 or ks.max() > largest:
-            raise ValueError(f"ks: every value must be between 1 and the fitted k = {largest}, got {ks.tolist()}")
-        return ks
-
-    def decision_path(self, X, ks=None):
-        """Decision values of the model truncated to its first ``k`` bases, for each ``k``.
-
-        The greedy selection is nested, so one fit to ``k_`` holds every smaller model:
-        with the Cholesky-ordered Nyström features, the discriminant's Cholesky factor
-        and the calibration of every prefix kept at fit time, each truncated model is a
-        ``k×k`` triangular solve, and it equals a separate fit with that ``k``,
-        probabilities included (for ``stages=1``; with stages the prefix differs from a
-        separate fit only if a pick inside a stage was skipped as degenerate).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        ks : sequence of int or None
-            Numbers of bases, each in ``1..k`` (the fitted ``k``; beyond an early stop
-            at ``k_`` the model is the full one); ``None`` means every one.
-
-        Returns
-        -------
-        ndarray of shape (len(ks), n_samples), or (len(ks), n_samples, n_classes)
-            What :meth:`decision_function` of each truncated model returns.
-
-        Examples
-        --------
-        >>> from sklearn.datasets import make_moons
-        >>> from gkfda import GreedyKFDA
-        >>> X, y = make_moons(300, noise=0.2, random_state=0)
-        >>> model = GreedyKFDA(k=40, gamma=2.0).fit(X, y)
-        >>> model.decision_path(X, ks=[10, 20, 40]).shape
-        (3, 300)
-        """
-        ks = self._check_ks(ks)
-        kernels = self._kernel_to_supports(X)
-        path = []
-        with one_blas_thread():
-            features = [model.transform(kernel) for model, kernel in zip(self._models, kernels)]
-            for k in ks:
-                outputs = []
-                for model, phi in zip(self._models, features):
-                    coef, intercept = model.truncated(k).linear()
-                    values = phi[:, : coef.shape[0]] @ coef + intercept
-                    outputs.append(values if self._shared_multiclass() else values[:, 1] - values[:, 0])
-                path.append(outputs[0] if len(outputs) == 1 else np.column_stack(outputs))
-        return np.stack(path)
-
-    def proba_path(self, X, ks=None):
-        """:meth:`predict_proba` of the model truncated at each ``k``: shape
-        ``(len(ks), n_samples, n_classes)``.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from sklearn.datasets import make_moons
-        >>> from gkfda import GreedyKFDA
-        >>> X, y = make_moons(300, noise=0.2, random_state=0)
-        >>> model = GreedyKFDA(k=40, gamma=2.0).fit(X, y)
-        >>> path = model.proba_path(X, ks=[10, 40])
-        >>> path.shape, bool(np.allclose(path[1], model.predict_proba(X)))
-        ((2, 300, 2), True)
-        """
-        path = self.decision_path(X, ks)
-        return self._probabilities(path if path.ndim == 3 else path[..., None])
-
-    def error_path(self, X, y, ks=None):
-        """Misclassification rate on ``(X, y)`` of the model truncated at each ``k``.
-
-        Examples
-        --------
-        >>> from sklearn.datasets import make_moons
-        >>> from gkfda import GreedyKFDA
-        >>> X, y = make_moons(300, noise=0.2, random_state=0)
-        >>> errors = GreedyKFDA(k=40, gamma=2.0).fit(X, y).error_path(X, y, ks=[1, 40])
-        >>> bool(errors[1] < errors[0])
-        True
-        """
-        path = self.decision_path(X, ks)
-        y = column_or_1d(y, warn=True)
-        if len(y) != path.shape[1]:
-            raise ValueError(f"y: has {len(y)} labels but X has {path.shape[1]} samples")
-        if path.ndim == 2:
-            predictions = self.classes_[(path > 0).astype(int)]
-        else:
-            predictions = self.classes_[np.argmax(path, axis=2)]
-        return np.mean(predictions != np.asarray(y)[None, :], axis=1)
-
-    def truncate(self, k):
-        """A fitted copy of this model that uses only its first ``k`` bases.
-
-        Examples
-        --------
-        >>> from sklearn.datasets import make_moons
-        >>> from gkfda import GreedyKFDA
-        >>> X, y = make_moons(300, noise=0.2, random_state=0)
-        >>> small = GreedyKFDA(k=40, gamma=2.0).fit(X, y).truncate(15)
-        >>> small.k_, small.get_params()["k"]
-        (15, 15)
-        """
-        check_is_fitted(self)
-        check_full_state(self, "truncate")
-        validate_parameter_constraints({"k": [_count(1, self._fitted_k)]}, {"k": k}, caller_name="truncate")
-        k = int(k)
-        truncated = copy.deepcopy(self)
-        truncated.k = truncated._fitted_k = k
-        # Copies, not views of the full model's arrays: a view's strides change how BLAS
-        # rounds, and pickling copies it, so the predictions would change through a pickle.
-        truncated._models = [compacted(model.truncated(k)) for model in self._models]
-        if getattr(self, "_feature_moments", None) is not None:
-            truncated._feature_moments = compacted(self._feature_moments.truncated(k))
-        union = np.unique(np.concatenate([model.support for model in truncated._models]))
-        truncated._union_labels = self._union_labels[np.searchsorted(self._union_support, union)]
-        truncated._union_support = union
-        if self._support_points is not None:
-            truncated._support_points = self._support_points.subset(union)
-        truncated._set_public_attributes()
-        return truncated
-
-    # -- the generalisation bound -----------------------------------------------------
-
-    def generalisation_bound(self, delta=0.05, radius=None, variant="paper") -> GeneralisationBound:
-        """An upper bound on the true error of this two-class model (Diethe et al., 2009, Prop. 4.5).
-
-        With probability at least ``1 - delta`` over the training sample, the error rate
-        on new points from the same distribution is at most ``value``: a compression
-        bound on the mean and variance of the discriminant's margin in each class,
-        measured on the training points that are not bases (see :mod:`gkfda.bounds`). It
-        is loose: 1 (vacuous) at a few hundred training points, informative from some
-        10,000 with a few tens of bases and well separated classes.
-
-        Parameters
-        ----------
-        delta : float in (0, 1), default=0.05
-            The probability that the bound fails.
-        radius : float or None, default=None
-            ``R``, a bound on the feature-space norm ``sqrt(K(x, x))`` of every possible
-            input. ``None``: 1 for ``rbf``; for other kernels the largest norm over the
-            training set, with a ``UserWarning``, since a bound read off the data is not
-            the a-priori constant the theorem assumes.
-        variant : {"paper", "union_bound"}, default="paper"
-            ``paper``: the bound as Diethe et al. (2009) print it; ``union_bound``: with the
-            compression term ``2 k ln(em/k)`` that its union bound over the choice of
-            bases gives (the printed one has ``k ln(em/k)``).
-
-        Returns
-        -------
-        GeneralisationBound
-            ``value`` in (0, 1], the parts of each class (``positive`` is
-            ``classes_[1]``), ``valid_sample_size``, and what went in (``m``, ``k``,
-            ``delta``, ``radius``, ``variant``).
-
-        Examples
-        --------
-        >>> from sklearn.datasets import make_moons
-        >>> from gkfda import GreedyKFDA
-        >>> X, y = make_moons(300, noise=0.2, random_state=0)
-        >>> bound = GreedyKFDA(k=10, gamma=2.0).fit(X, y).generalisation_bound()
-        >>> bound.value, bound.m, bound.k  # vacuous at this size
-        (1.0, 300, 10)
-        """
-        check_is_fitted(self)
-        check_full_state(self, "generalisation_bound")
-        if len(self.classes_) != 2:
-            raise ValueError(
-                f"the generalisation bound is for two-class models; this one has {len(self.classes_)} classes "
-                f"(multiclass={self.multiclass!r}), whose decision is not one linear discriminant"
-            )
-        moments = self.__dict__.get("_feature_moments")
-        if moments is None:
-            raise ValueError(
-                "the model does not hold the training statistics the bound needs (it was saved by an older "
-                "version of gkfda): fit it again"
-            )
-        delta, variant = _check_delta(delta), _check_variant(variant)
-        if radius is None:
-            if self._kernel_name() == "rbf":
-                radius = 1.0
-            else:
-                radius = moments.largest_norm
-                warnings.warn(
-                    f"radius: estimated as the largest sqrt(K(x, x)) over the training set ({radius:.6g}); the "
-                    f"bound assumes a bound on every possible input, so with a {self._kernel_name()} kernel this "
-                    "data-dependent value does not make it hold: pass radius",
-                    UserWarning,
-                    stacklevel=2,
-                )
-        radius = _check_radius(radius)
-        if radius < moments.largest_norm * (1.0 - 1e-9):
-            raise ValueError(
-                f"radius: {radius!r} is below the norm sqrt(K(x, x)) = {moments.largest_norm:.6g} of a training point"
-            )
-        coef, intercept = self.coef_[0], float(self.intercept_[0])
-        norm = float(np.linalg.norm(coef))
-        # predict says classes_[1] where coef'z + intercept > 0, the theorem where w'z - b > 0.
-        weights, offset = (coef / norm, -intercept / norm) if norm > 0.0 else (coef, 0.0)
-        outside, means, variances = moments.margin_statistics(weights, offset)
-        counts = moments.class_counts
-        bases = np.bincount(moments.support_codes, minlength=2)
-        if norm == 0.0:  # a constant classifier: nothing to bound but the trivial 1
-            means, variances = [0.0, 0.0], [0.0, 0.0]
-        # A class with no point outside the bases has no statistics: its part is trivial.
-        margins = [0.0 if n <= 0 else sign * mean for n, sign, mean in zip(outside, (-1.0, 1.0), means)]
-        variances = [0.0 if n <= 0 else v for n, v in zip(outside, variances)]
-        return fisher_discriminant_bound(
-            (margins[1], margins[0]), (variances[1], variances[0]), (int(counts[1]), int(counts[0])),
-            (int(bases[1]), int(bases[0])), delta=delta, radius=radius, variant=variant,
-            labels=(self.classes_[1], self.classes_[0]),
-        )
 
 
 def ovr_probabilities(log_odds, log=False):

@@ -24,7 +24,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core, _validation
-from ._model import _SCORE_SHRINKAGE, _smoothed_targets, one_blas_thread
+from ._discriminant import _SCORE_SHRINKAGE, _smoothed_targets, one_blas_thread
 from ._validation import check_scored_samples, checked_priors, encoded_classes, thread_count
 from ._kernels import (
     _LARGEST_THREADS, KERNEL_CONSTRAINTS, _count, _Number, check_kernel_arguments, core_kernel, finite_outputs,

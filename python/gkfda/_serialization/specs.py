@@ -13,7 +13,7 @@ from ..parsimonious import ParsimoniousKFDA
 from ..pursuit import GreedyNystroem, KernelMatchingPursuit, SparseKernelCCA, SparseKernelPCA
 from ._common import _Invalid, _KINDS, _OPTIONAL, _params
 from .layout import _is_unicode
-from .state import _check_greedy_state, _check_parsimonious_state, _check_pursuit_state, _indices
+from .state import _check_expansion, _check_greedy_state, _check_parsimonious_state, _check_pursuit_state, _indices
 
 
 # -- the estimators -------------------------------------------------------------------
@@ -113,6 +113,7 @@ class _GreedyKFDASpec(_Spec):
             _check_greedy_state(model, predictor, tensors)
             _charge_rows(predictor, [d.support for d in model._models], "state._models")
             model._set_public_attributes()
+            _check_expansion(model, tensors)
         else:
             model._lean_link = predictor["link"]
             model._loaded_lean = True

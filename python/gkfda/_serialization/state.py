@@ -8,7 +8,7 @@ from dataclasses import fields
 
 import numpy as np
 
-from .._model import Discriminant
+from .._discriminant import Discriminant
 from .._validation import checked_priors
 from ..bounds import FeatureMoments
 from ..estimator import _IndexedRows
@@ -266,6 +266,28 @@ def _check_greedy_state(model, predictor, tensors):
         _check_moments(moments, f"{where}._feature_moments", len(models[0].support))
     elif n_classes != 2 and moments is not None:
         raise _Invalid(f"{where}._feature_moments: only two-class models have one")
+
+
+def _check_expansion(model, tensors):
+    """The predictor's ``predict.weights`` and ``predict.bias`` against the expansion the state's
+    models give (``_set_public_attributes``): ``predict`` reads the former, ``decision_path`` and
+    ``truncate`` the latter, so a file whose two disagree would predict two ways.
+
+    The writer wrote what the same code computed, so they agree but for the rounding of another
+    BLAS: the square root of the model's precision, relative to the largest weight, allows it."""
+    tolerance = math.sqrt(float(np.finfo(model._dtype()).eps))
+    for name, derived in (("predict.weights", model._expansion_weights), ("predict.bias", model._expansion_bias)):
+        stored = tensors[name]
+        if stored.shape != derived.shape:
+            raise _Invalid(f"tensor {name}: has shape {list(stored.shape)} but the state's models give "
+                           f"{list(derived.shape)}")
+        if not stored.size:
+            continue
+        scale = max(float(np.max(np.abs(derived))), float(np.finfo(np.float64).tiny))
+        difference = float(np.max(np.abs(stored - derived)))
+        if not difference <= tolerance * scale:
+            raise _Invalid(f"tensor {name}: differs from what the state's models give by {difference:.3g}, more "
+                           f"than {tolerance:.1e} of its largest magnitude {scale:.3g}")
 
 
 def _check_discriminant(d, where, n_classes, fitted_k, limit):

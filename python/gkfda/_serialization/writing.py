@@ -12,7 +12,7 @@ import safetensors.numpy
 from sklearn.utils.validation import check_is_fitted
 
 from .._kernels import portable_kernel
-from .._model import Discriminant
+from .._discriminant import Discriminant
 from ..bounds import FeatureMoments
 from .._validation import check_full_state
 from ..estimator import _IndexedRows

@@ -47,11 +47,19 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from .._core import CRITERIA, DEFLATIONS
+from ._tolerance import default_tol
+from .parsimonious import parsimonious_fit, parsimonious_objective, parsimonious_support, parsimonious_targets
+from .pursuit import (
+    canonical_correlation, matching_pursuit_fit, matching_pursuit_select, nystrom_features, sparse_cca_select,
+    sparse_pca_select,
+)
 
-
-def default_tol(dtype) -> float:
-    """Relative threshold below which a column counts as numerically explained."""
-    return 1e-4 if np.dtype(dtype) == np.float32 else 1e-9
+# The names of this module's page: its own functions and the tolerance they share with the pursuits'
+# oracles (the pursuits' and kFDA_q's are documented in their modules).
+__all__ = [
+    "default_tol", "rbf_kernel", "select", "nystrom_projection", "fit_model", "predict_log_proba",
+    "decision_function",
+]
 
 
 def rbf_kernel(X, Z, gamma):
@@ -101,6 +109,8 @@ def _class_weights(y):
 
 def _deflate(Kt, x, deflation):
     """Return the deflated kernel for direction ``x`` (a unit vector)."""
+    if deflation == "none":
+        return Kt
     family = deflation.removeprefix("ortho-")
     if family == "hotelling":
         return Kt - (x @ Kt @ x) * np.outer(x, x)
@@ -112,7 +122,8 @@ def _deflate(Kt, x, deflation):
         if lam <= 0.0:
             return Kt
         return Kt - np.outer(Ktx, Kt.T @ x) / lam
-    return Kt
+    # A deflation the core lists but this oracle lacks must not pass as "none".
+    raise ValueError(f"deflation: the reference has no explicit deflation {deflation!r}")
 
 
 def select(
@@ -188,13 +199,16 @@ def select(
         if not admissible.any():
             break
         with np.errstate(divide="ignore", invalid="ignore"):
-            score = {
+            scores = {
                 "optimal": numerator / denom,
                 "pseudo": numerator,
                 "reverse": -numerator / denom,
                 "reverse-pseudo": -numerator,
                 "random": -rank if criterion == "random" else None,
-            }[criterion]
+            }
+        if criterion not in scores:
+            raise ValueError(f"criterion: the reference has no score for {criterion!r}")
+        score = scores[criterion]
         candidates = np.flatnonzero(admissible)
         best_first = candidates[np.argsort(-score[candidates], kind="stable")]
         picks = best_first[: min(stages, k - len(chosen))]
@@ -315,6 +329,3 @@ def decision_function(model, K_cross_support):
     log_proba = predict_log_proba(model, K_cross_support)
     return log_proba[:, 1] - log_proba[:, 0] if log_proba.shape[1] == 2 else log_proba
 
-
-from .pursuit import canonical_correlation, matching_pursuit_fit, matching_pursuit_select, nystrom_features, sparse_cca_select, sparse_pca_select  # noqa: E402,F401
-from .parsimonious import parsimonious_fit, parsimonious_objective, parsimonious_support, parsimonious_targets  # noqa: E402,F401

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import default_tol
+from ._tolerance import default_tol
 
 
 def _pursue(k, kernels, scored, deflate):

@@ -38,8 +38,8 @@ import pandas as pd
 from ..bounds import GeneralisationBound, fisher_discriminant_bound
 from ..datasets import load_benchmark
 from ..estimator import GreedyKFDA
-from . import StudyInputError
-from .protocol import MPKFDA_METHOD, Protocol, read_config
+from . import MPKFDA_METHOD, StudyInputError
+from .protocol import Protocol, read_config
 from .markdown import markdown_table
 
 BENCHMARK_FILE = "bound.csv"

@@ -31,9 +31,9 @@ import pandas as pd
 from ..datasets import load_benchmark
 from ..estimator import GreedyKFDA
 from ..parsimonious import ParsimoniousKFDA
-from . import StudyInputError
+from . import ORIGINAL, StudyInputError
 from .protocol import (
-    BASELINES, KFDA_REGS, KFDAQ_METHODS, KFDAQ_RHOS, KFDAQ_RULES, ORIGINAL, SELF_TUNED, SVM_CS, ExperimentConfig,
+    BASELINES, KFDA_REGS, KFDAQ_METHODS, KFDAQ_RHOS, KFDAQ_RULES, SELF_TUNED, SVM_CS, ExperimentConfig,
     Protocol, Variant, read_config, row_methods,
 )
 from .markdown import markdown_table

@@ -13,7 +13,7 @@ import numpy as np
 
 from .._core import CRITERIA, DEFLATIONS
 from ..plotting import panels, plot_boxes, plot_error_path, shared_legend
-from .protocol import MPKFDA_METHOD
+from . import MPKFDA_METHOD
 from .results import ResultSet, Summary, ordered
 from .tables import path_curves
 

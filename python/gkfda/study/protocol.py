@@ -68,9 +68,6 @@ KFDAQ_RULES = ("mcr", "nrs")
 KFDAQ_RHOS = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1)
 #: The methods that choose their own width (no width-selection task before them).
 SELF_TUNED = BASELINES + tuple(KFDAQ_METHODS)
-ORIGINAL = ("optimal", "schur", 1)  # the algorithm of the 2009 paper: selects the width
-#: The method reported as MPKFDA (the original algorithm of Diethe et al. (2009)).
-MPKFDA_METHOD = "/".join(map(str, ORIGINAL))
 
 
 def row_methods(method: str) -> tuple:

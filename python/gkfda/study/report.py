@@ -55,7 +55,8 @@ from typing import List, Optional, Sequence, Tuple
 import pandas as pd
 
 from .._core import CRITERIA, DEFLATIONS
-from . import bound, published, tables
+from . import MPKFDA_METHOD, bound, published, tables
+from .arguments import add_report_arguments
 from .figures import write_figures
 from .markdown import isnum, markdown_table, write_csv
 
@@ -64,7 +65,7 @@ from .markdown import isnum, markdown_table, write_csv
 NO_MATPLOTLIB = ('matplotlib is not installed, so no figures were drawn; install the plots extra '
                  '(pip install ".[plots]" in the directory of a clone of gkfda) or matplotlib itself '
                  '(pip install matplotlib)')
-from .protocol import BASELINES, MPKFDA_METHOD
+from .protocol import BASELINES
 from .results import RUN_KEY, ResultSet, Summary, load_results, ordered
 
 # load_results, ResultSet (.results) and markdown_table (.markdown) are re-exported: callers import them here.
@@ -276,8 +277,6 @@ def write_report(results_dir, out_dir=None, *, figures: bool = True, canonical_o
 
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the ``gkfda report`` arguments to ``parser`` (a sub-command parser or a fresh one)."""
-    from ..cli import add_report_arguments
-
     return add_report_arguments(parser)
 
 

@@ -14,10 +14,9 @@ import numpy as np
 import pandas as pd
 
 from .._core import CRITERIA, DEFLATIONS
-from . import comparison, published
+from . import MPKFDA_METHOD, comparison, published
 from .comparison import KFDAQ_NAMES, TABLE1_COLUMNS
 from .markdown import DASH, Section, fmt, isnum, markdown_table, text_frame
-from .protocol import MPKFDA_METHOD
 from .results import ResultSet, Summary, finite_mean, ordered, parse_numbers, rank_of
 
 _GRID_METRICS = (
