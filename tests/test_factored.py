@@ -345,12 +345,16 @@ def test_the_core_reports_progress_to_a_callback_and_stops_when_it_raises():
 
 def test_factored_fits_of_degenerate_training_sets():
     X, y = problem(m=400, d=5)
-    # Duplicated training rows: the copies' kernel columns tie; the picks are the same bases.
+    # Duplicated training rows: the copies' kernel columns tie; the picks are the same bases
+    # up to the kernel's rank, 5: after 4 picks the projection-deflated kernel has rank one,
+    # its columns all multiples of one vector with one Fisher ratio, and the 5th pick is an
+    # exact tie that rounding breaks (docs/architecture.md, "Guards").
     X_dup, y_dup = np.vstack([X, X[:100]]), np.concatenate([y, y[:100]])
     dense = GreedyKFDA(k=15, kernel="linear", solver="dense").fit(X_dup, y_dup)
     factored = GreedyKFDA(k=15, kernel="linear", solver="factored").fit(X_dup, y_dup)
     reps = representatives(X_dup)
-    assert reps[dense.support_].tolist() == reps[factored.support_].tolist()
+    assert reps[dense.support_][:4].tolist() == reps[factored.support_][:4].tolist()
+    assert factored.k_ == dense.k_
     model = GreedyKFDA(k=15, gamma=0.5, solver="factored", factor_rank=150, random_state=0).fit(X_dup, y_dup)
     assert model.k_ == 15 and model.score(X, y) > 0.8
     # A rank-deficient linear X (a duplicated feature): the factor X has rank 5 of 6 columns.
