@@ -193,6 +193,12 @@ class TrainingProblem:
             block = cross[:, np.searchsorted(union, support)]
             return block, block[support]
 
+        if len(supports) == 1:
+            # One selection: its columns gathered in its order once, here, in the phase that
+            # makes them (at m = 200,000 and k = 100 the gather alone takes about a second).
+            only = np.asarray(supports[0], dtype=np.intp)
+            gathered = columns(only)
+            return lambda support: gathered if np.array_equal(support, only) else columns(support)
         return columns
 
 
