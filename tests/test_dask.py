@@ -17,6 +17,7 @@ distributed = pytest.importorskip("distributed")
 
 import gkfda  # noqa: E402
 from gkfda import _dask  # noqa: E402
+from gkfda._progress import PHASES  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning:distributed")
 
@@ -43,6 +44,16 @@ def data(m=240, n_classes=2, seed=0, dtype=np.float64, features=3):
     X = rng.normal(size=(m, features))
     y = (np.arctan2(X[:, 1], X[:, 0]) // (2 * np.pi / n_classes)).astype(int) % n_classes
     return X.astype(dtype), y
+
+
+def phases_shown(err):
+    """The phases whose bars ``err`` shows, in the order they first appear."""
+    names = []
+    for line in re.split(r"[\r\n]+", err):
+        name = line.split(":", 1)[0].strip()
+        if name in PHASES and name not in names:
+            names.append(name)
+    return names
 
 
 def chunked(X, y, rows):
@@ -202,10 +213,23 @@ def test_a_failing_worker_surfaces_as_its_exception(client, monkeypatch):
         gkfda.GreedyKFDA(k=5, factor_rank=20).fit(*chunked(X, y, 30))
 
 
-def test_verbose_draws_the_selection_bar(client, capfd):
-    X, y = data(m=80)
-    gkfda.GreedyKFDA(k=5, factor_rank=20, verbose=1).fit(*chunked(X, y, 30))
-    assert "selection" in capfd.readouterr().err
+def test_verbose_shows_every_phase_of_a_dask_fit_in_order_and_changes_nothing(client, capsys):
+    X, y = data(m=100)
+    params = dict(k=6, factor_rank=20, random_state=0)
+    quiet = gkfda.GreedyKFDA(**params).fit(*chunked(X, y, 30))
+    assert phases_shown(capsys.readouterr().err) == []
+    loud = gkfda.GreedyKFDA(**params, verbose=1).fit(*chunked(X, y, 30))
+    err = capsys.readouterr().err
+    assert phases_shown(err) == ["checking X", "pool", "factor", "set-up", "selection", "exact columns",
+                                 "discriminant", "calibration", "bound statistics"], err
+    # The rows of Φ and of the exact columns, counted as the chunks (30, 30, 30, 10) finish.
+    for name, count in [("pool", "20/20"), ("factor", "100/100"), ("selection", "6/6"),
+                        ("exact columns", "100/100"), ("calibration", "6/6")]:
+        assert re.search(rf"{name}: 100%.*{count} \[", err), (name, err)
+    np.testing.assert_array_equal(loud.support_, quiet.support_)
+    np.testing.assert_array_equal(loud.coef_, quiet.coef_)
+    np.testing.assert_array_equal(loud.intercept_, quiet.intercept_)
+    np.testing.assert_array_equal(loud.predict_proba(X), quiet.predict_proba(X))
 
 
 def test_empty_chunks_fit_as_the_rows_they_leave(client):

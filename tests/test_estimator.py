@@ -582,13 +582,13 @@ def test_the_model_linear_algebra_runs_on_one_blas_thread_and_restores_it(monkey
         if not before:
             pytest.skip("no BLAS library that threadpoolctl can see")
         seen = []
-        original = gkfda._discriminant._discriminant
+        original = gkfda._discriminant._ridge_regression
 
         def spy(*args):
             seen.append(_blas_threads())
             return original(*args)
 
-        monkeypatch.setattr(gkfda._discriminant, "_discriminant", spy)
+        monkeypatch.setattr(gkfda._discriminant, "_ridge_regression", spy)
         model = GreedyKFDA(k=20, gamma=2.0).fit(X, y)
         assert seen and all(set(threads.values()) == {1} for threads in seen)
         assert _blas_threads() == before

@@ -1,6 +1,7 @@
 """The factored solver: ``_core`` selections on a factor, the Nyström factor, and
 ``GreedyKFDA(solver=...)`` (docs/scale.md)."""
 
+import re
 import warnings
 
 import numpy as np
@@ -9,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gkfda import CRITERIA, DEFLATIONS, GreedyKFDA, _core
-from gkfda import _validation
+from gkfda import _training, _validation
+from gkfda._progress import PHASES
 from gkfda._factor import POOLS, training_factor
 
 
@@ -316,6 +318,54 @@ def test_verbose_draws_progress_bars_on_stderr_and_changes_nothing(capsys):
     assert "30/30" in capsys.readouterr().err
     with pytest.raises(ValueError, match="verbose"):
         GreedyKFDA(verbose=-1).fit(X3, y3)
+
+
+def phases_shown(err):
+    """The phases whose bars ``err`` shows, in the order they first appear."""
+    names = []
+    for line in re.split(r"[\r\n]+", err):
+        name = line.split(":", 1)[0].strip()
+        if name in PHASES and name not in names:
+            names.append(name)
+    return names
+
+
+def test_verbose_shows_every_phase_of_a_fit_in_order_and_changes_nothing(capsys):
+    X, y = problem(m=3000, d=4)
+    options = dict(k=20, gamma=0.5, solver="factored", factor_rank=100, random_state=0)
+    quiet = GreedyKFDA(**options).fit(X, y)
+    assert capsys.readouterr().err == ""
+    loud = GreedyKFDA(**options, verbose=True).fit(X, y)
+    err = capsys.readouterr().err
+    assert phases_shown(err) == ["pool", "factor", "set-up", "selection", "exact columns", "discriminant",
+                                 "calibration", "bound statistics"], err
+    # Each counted phase ends at its whole count: pivots, rows, prefixes.
+    for name, count in [("pool", "100/100"), ("selection", "20/20"), ("exact columns", "3000/3000"),
+                        ("calibration", "20/20")]:
+        assert re.search(rf"{name}: 100%.*{count} \[", err), (name, err)
+    np.testing.assert_array_equal(loud.support_, quiet.support_)
+    np.testing.assert_array_equal(loud.coef_, quiet.coef_)
+    np.testing.assert_array_equal(loud.intercept_, quiet.intercept_)
+    np.testing.assert_array_equal(loud.predict_proba(X), quiet.predict_proba(X))
+    # A dense fit has no pool or factor; one-vs-rest, a discriminant and calibration a class.
+    X3, y3 = problem(m=400, classes=3)
+    GreedyKFDA(k=10, solver="dense", multiclass="ovr", verbose=True).fit(X3, y3)
+    err = capsys.readouterr().err
+    assert phases_shown(err) == ["set-up", "selection", "exact columns", "discriminant", "calibration"], err
+    assert len(re.findall(r"calibration: 100%.*10/10 \[[^\r\n]*\n", err)) == 3, err
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "poly"])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_exact_columns_made_by_blocks_of_rows_are_the_whole_matrix(monkeypatch, kernel, dtype):
+    X, y = problem(m=1000, d=4)
+    options = dict(k=15, kernel=kernel, dtype=dtype, solver="factored", factor_rank=60, random_state=0)
+    whole = GreedyKFDA(**options).fit(X, y)
+    monkeypatch.setattr(_training, "_COLUMN_BLOCK_ROWS", 77)  # 13 blocks, the last one short
+    blocks = GreedyKFDA(**options).fit(X, y)
+    np.testing.assert_array_equal(blocks.support_, whole.support_)
+    np.testing.assert_array_equal(blocks.coef_, whole.coef_)
+    np.testing.assert_array_equal(blocks.predict_proba(X), whole.predict_proba(X))
 
 
 def test_the_core_reports_progress_to_a_callback_and_stops_when_it_raises():

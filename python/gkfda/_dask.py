@@ -31,6 +31,7 @@ Example (a cluster of two worker processes on this machine)::
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from concurrent.futures import CancelledError
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ from . import _core
 from ._factor import diagonal as factor_diagonal
 from ._factor import factor_width, pool
 from ._kernels import check_kernel_arguments, core_kernel, kernel_between, kernel_parameters, resolve_gamma
+from ._progress import SILENT, FitProgress
 from ._training import TrainingProblem, factor_rank_for, prepare_training
 from ._validation import check_fit_fits, encoded_classes, thread_count
 
@@ -161,10 +163,11 @@ def _kernel_diagonal(block, params):
 
 class _Chunks:
     """The row chunks of ``X`` on the workers (futures, in ``X``'s row order), converted to
-    the fit's dtype, and the bookkeeping between a chunk's rows and ``X``'s."""
+    the fit's dtype, and the bookkeeping between a chunk's rows and ``X``'s. ``progress``:
+    each chunk's rows done by a round count in the fit's open phase."""
 
-    def __init__(self, client, X, dtype):
-        self.client = client
+    def __init__(self, client, X, dtype, progress=SILENT):
+        self.client, self.progress = client, progress
         self.sizes = np.asarray(X.chunks[0], dtype=np.int64)
         self.starts = np.concatenate([[0], np.cumsum(self.sizes)])
         blocks = list(X.to_delayed().ravel())
@@ -185,7 +188,29 @@ class _Chunks:
         for c, part in enumerate(parts):
             args = [operand[c] if isinstance(operand, _PerChunk) else operand for operand in operands]
             futures.append(self.client.submit(function, part, *args, pure=False))
-        return _wait(futures, what, self.labels())
+        counted = self.count_rows(futures)
+        results = _wait(futures, what, self.labels())
+        counted()
+        return results
+
+    def count_rows(self, futures):
+        """Each chunk's rows counted in the open phase (if any) as its future (one a chunk,
+        in chunk order) finishes. Returns what counts, once all have finished, the chunks
+        whose count has not come yet (the futures' callbacks run on another thread)."""
+        advance = self.progress.ticker()
+        if advance is None:
+            return lambda: None
+        lock, uncounted = threading.Lock(), dict(enumerate(self.sizes.tolist()))
+
+        def count(c):
+            with lock:
+                rows = uncounted.pop(c, 0)
+            if rows:
+                advance(rows)
+
+        for c, future in enumerate(futures):
+            future.add_done_callback(lambda done, c=c: count(c) if done.status == "finished" else None)
+        return lambda: [count(c) for c in range(len(futures))]
 
     def split(self, values):
         """``values`` (``(..., m)``, in ``X``'s row order) cut by chunk."""
@@ -374,10 +399,12 @@ def prepare_dask_training(estimator, X, y, rng) -> TrainingProblem:
     dtype, threads = estimator._dtype(), thread_count(estimator.n_jobs)
     import dask.array as da
 
-    finite, converted_finite, variance = _wait(
-        client.compute([da.isfinite(X).all(), da.isfinite(X.astype(dtype)).all(), X.var(dtype=np.float64)]),
-        "checking X",
-    )
+    progress = FitProgress(estimator.verbose)
+    with progress.phase("checking X"):
+        finite, converted_finite, variance = _wait(
+            client.compute([da.isfinite(X).all(), da.isfinite(X.astype(dtype)).all(), X.var(dtype=np.float64)]),
+            "checking X",
+        )
     if not finite:
         raise ValueError("X: Input X contains NaN or infinity")
     if not converted_finite:
@@ -400,13 +427,13 @@ def prepare_dask_training(estimator, X, y, rng) -> TrainingProblem:
     # The driver holds the selection's terms and the bases' exact columns (O(mk)), the
     # workers the factor: refused here, before the workers build anything.
     check_fit_fits(m, k, len(problems), dtype, 0)
-    chunks = _Chunks(client, X, dtype)
+    chunks = _Chunks(client, X, dtype, progress)
     factor = _chunked_factor(chunks, _OrderedRows(chunks, by_class), by_class, name, {**params, "kernel": name},
                              estimator, k, dtype, rng, threads)
     return _ChunkedProblem(
         X=_CallerRows(chunks), classes=classes, y_index=y_index, priors=priors, k=k, gamma=gamma, params=params,
         by_class=by_class, problems=problems, solver="factored", dtype=dtype, threads=threads, factor=factor,
-        core_name=name, chunks=chunks,
+        core_name=name, progress=progress, chunks=chunks,
     )
 
 
@@ -438,27 +465,32 @@ def _chunked_factor(chunks, ordered, by_class, name, params, estimator, k, dtype
     """The factor of the training rows ordered by class, held by the workers: ``X`` itself
     for ``linear``, else the Nyström factor of the pool ``_factor.pool`` draws, as
     ``_factor.training_factor`` makes it in memory, of a rank from which ``k`` bases can be
-    chosen (``_training.factor_rank_for``)."""
+    chosen (``_training.factor_rank_for``). Shown as the phases ``pool`` (its pivots) and
+    ``factor`` (the pool's ``W``, then the rows of ``Φ`` as the chunks finish them)."""
     m = len(by_class)
     if name == "linear":
         phi_parts, p = chunks.parts, estimator.n_features_in_
     else:
         p = factor_width(name, estimator.n_features_in_, m, factor_rank_for(estimator.factor_rank, k))
-        indices = pool(ordered, p, estimator.factor_pool, params, rng, threads)
-        points = ordered[indices]
-        whitening = _core.nystroem_whitening(points, n_threads=threads, **params)
-        try:
-            points_f, whitening_f = chunks.client.scatter([points, whitening], broadcast=True, timeout=ROUND_TIMEOUT)
-        except TimeoutError as error:
-            raise TimeoutError(
-                f"X: sending the pool to the workers took more than gkfda._dask.ROUND_TIMEOUT = {ROUND_TIMEOUT:g} s: "
-                "check the cluster's workers and fit again"
-            ) from error
-        phi_parts = [
-            chunks.client.submit(_nystroem_rows, part, points_f, whitening_f, params, pure=False)
-            for part in chunks.parts
-        ]
-        _wait(phi_parts, "building the factor's rows", chunks.labels())
+        indices = pool(ordered, p, estimator.factor_pool, params, rng, threads, chunks.progress)
+        with chunks.progress.phase("factor", total=m, unit="row"):
+            points = ordered[indices]
+            whitening = _core.nystroem_whitening(points, n_threads=threads, **params)
+            try:
+                points_f, whitening_f = chunks.client.scatter([points, whitening], broadcast=True,
+                                                              timeout=ROUND_TIMEOUT)
+            except TimeoutError as error:
+                raise TimeoutError(
+                    f"X: sending the pool to the workers took more than gkfda._dask.ROUND_TIMEOUT = "
+                    f"{ROUND_TIMEOUT:g} s: check the cluster's workers and fit again"
+                ) from error
+            phi_parts = [
+                chunks.client.submit(_nystroem_rows, part, points_f, whitening_f, params, pure=False)
+                for part in chunks.parts
+            ]
+            counted = chunks.count_rows(phi_parts)
+            _wait(phi_parts, "building the factor's rows", chunks.labels())
+            counted()
         p = whitening.shape[1]
     return ChunkedFactor(chunks, phi_parts, p, by_class, dtype)
 

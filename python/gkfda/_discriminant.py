@@ -49,6 +49,7 @@ import scipy.linalg
 import threadpoolctl
 
 from . import _core
+from ._progress import SILENT
 
 _blas_controller = None
 
@@ -245,6 +246,7 @@ def fit_discriminant(
     kernel_passes: int = 0,
     projection: np.ndarray | None = None,
     n_threads: int = 1,
+    progress=SILENT,
 ) -> Discriminant:
     """Nyström features ``φ(X) = K[:, i] R'`` and the calibrated discriminant on them.
 
@@ -252,50 +254,25 @@ def fit_discriminant(
     ``priors`` the class priors (``None``: the class frequencies of ``codes``). A
     ``projection`` ``R`` already computed for these bases (it does not depend on ``reg``)
     is used as it is. ``n_threads`` share the calibration's prefixes (results do not
-    depend on it).
+    depend on it). ``progress`` (a ``_progress.FitProgress``) shows the phases
+    ``discriminant`` and ``calibration`` (its prefixes).
     """
     tolerance = 1e-5 if np.asarray(kernel_support).dtype == np.float32 else 1e-10
-    with one_blas_thread():
-        if projection is None:
-            projection = nystrom_projection(kernel_support, tolerance)
-        features = np.asarray(kernel_train_support, dtype=np.float64) @ projection.T
-        return _discriminant(
-            features, codes, n_classes, priors, support, projection, reg, kernel_scale, stopped_early, kernel_passes,
-            n_threads,
-        )
-
-
-def _discriminant(
-    features, codes, n_classes, priors, support, projection, reg, kernel_scale, stopped_early, kernel_passes,
-    n_threads,
-) -> Discriminant:
-    """:func:`fit_discriminant` from the training features ``features`` (m, k)."""
-    m, k = features.shape
-    counts = np.bincount(codes, minlength=n_classes)
-    weights = m / (n_classes * counts[codes])  # each class weighs m / C
-    root = np.sqrt(weights)
-    targets = np.zeros((m, n_classes - 1))
-    rest = codes > 0
-    targets[rest, codes[rest] - 1] = 1.0
-    feature_mean = weights @ features / m
-    target_mean = weights @ targets / m
-    weighted = root[:, None] * (features - feature_mean)
-    weighted_targets = root[:, None] * (targets - target_mean)
     if not kernel_scale > 0.0:
         kernel_scale = 1.0
-    ridge = m * max(float(reg), SMALLEST_REG) * kernel_scale
-    gram = weighted.T @ weighted
-    gram[np.diag_indices(k)] += ridge
-    cholesky = scipy.linalg.cholesky(gram, lower=False) if k else np.zeros((0, 0))
-    # Q = √W Φ_c U⁻¹, the data rows of the ridge-augmented least squares' orthonormal factor.
-    orthonormal = scipy.linalg.solve_triangular(cholesky, weighted.T, trans="T", lower=False).T
-    target_products = orthonormal.T @ weighted_targets
-    empirical = counts / m
-    log_priors = np.log(empirical if priors is None else np.asarray(priors, dtype=np.float64))
-    score_weights, score_bias = _calibrations(
-        orthonormal, target_products, root, weights / m, targets, target_mean, codes, counts, np.log(empirical),
-        n_threads,
-    )
+    with one_blas_thread():
+        with progress.phase("discriminant"):
+            if projection is None:
+                projection = nystrom_projection(kernel_support, tolerance)
+            features = np.asarray(kernel_train_support, dtype=np.float64) @ projection.T
+            (feature_mean, target_mean, cholesky, orthonormal, target_products, root, weights, targets, counts,
+             empirical) = _ridge_regression(features, codes, n_classes, reg, kernel_scale)
+        log_priors = np.log(empirical if priors is None else np.asarray(priors, dtype=np.float64))
+        with progress.phase("calibration", total=features.shape[1], unit="prefix"):
+            score_weights, score_bias = _calibrations(
+                orthonormal, target_products, root, weights / len(codes), targets, target_mean, codes, counts,
+                np.log(empirical), n_threads, progress.advance,
+            )
     return Discriminant(
         support=np.asarray(support, dtype=np.int64),
         projection=projection,
@@ -313,9 +290,35 @@ def _discriminant(
     )
 
 
+def _ridge_regression(features, codes, n_classes, reg, kernel_scale):
+    """The discriminant's weighted ridge regression of the class indicators on the training
+    features ``features`` (m, k) (the module's docstring), and what its calibration reads."""
+    m, k = features.shape
+    counts = np.bincount(codes, minlength=n_classes)
+    weights = m / (n_classes * counts[codes])  # each class weighs m / C
+    root = np.sqrt(weights)
+    targets = np.zeros((m, n_classes - 1))
+    rest = codes > 0
+    targets[rest, codes[rest] - 1] = 1.0
+    feature_mean = weights @ features / m
+    target_mean = weights @ targets / m
+    weighted = root[:, None] * (features - feature_mean)
+    weighted_targets = root[:, None] * (targets - target_mean)
+    ridge = m * max(float(reg), SMALLEST_REG) * kernel_scale
+    gram = weighted.T @ weighted
+    gram[np.diag_indices(k)] += ridge
+    cholesky = scipy.linalg.cholesky(gram, lower=False) if k else np.zeros((0, 0))
+    # Q = √W Φ_c U⁻¹, the data rows of the ridge-augmented least squares' orthonormal factor.
+    orthonormal = scipy.linalg.solve_triangular(cholesky, weighted.T, trans="T", lower=False).T
+    target_products = orthonormal.T @ weighted_targets
+    return (feature_mean, target_mean, cholesky, orthonormal, target_products, root, weights, targets, counts,
+            counts / m)
+
+
 def _calibrations(orthonormal, target_products, root, intercept_leverage, targets, target_mean, codes, counts,
-                  log_empirical, n_threads):
-    """``(A_j, c_j)`` for every prefix ``j = 0..k`` from the leave-one-out scores."""
+                  log_empirical, n_threads, advance=None):
+    """``(A_j, c_j)`` for every prefix ``j = 0..k`` from the leave-one-out scores;
+    ``advance(prefixes)`` is called as each block of prefixes is done."""
     m, k = orthonormal.shape
     n_classes = len(counts)
     score_weights = np.zeros((k + 1, n_classes - 1, n_classes))
@@ -341,6 +344,8 @@ def _calibrations(orthonormal, target_products, root, intercept_leverage, target
         )
         score_weights[start + 1 : stop + 1] = weights
         score_bias[start + 1 : stop + 1] = bias
+        if advance is not None:
+            advance(stop - start)
     return score_weights, score_bias
 
 

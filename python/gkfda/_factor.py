@@ -17,6 +17,7 @@ import numpy as np
 
 from . import _core
 from ._kernels import kernel_overflow_message
+from ._progress import SILENT
 
 SOLVERS = ("auto", "dense", "factored")
 POOLS = ("rpcholesky", "greedy", "uniform")
@@ -94,23 +95,26 @@ def check_kernel_range(X, kernel, params, dtype, argument="X") -> None:
         raise ValueError(kernel_overflow_message(argument, dtype))
 
 
-def pool(X, p, method, params, rng, threads) -> np.ndarray:
-    """The indices of the ``p`` pool points among the rows of ``X`` by ``method``."""
+def pool(X, p, method, params, rng, threads, progress=SILENT) -> np.ndarray:
+    """The indices of the ``p`` pool points among the rows of ``X`` by ``method``, shown as
+    ``progress``'s ``pool`` phase (a bar of its pivots)."""
     m = len(X)
-    order = rng.permutation(m)
-    if method == "uniform" or p >= m:
-        return np.sort(order[:p])
-    s = min(m, max(SUBSAMPLE_PER_PIVOT * p, SUBSAMPLE_MIN))
-    subsample = np.sort(order[:s])
-    points = np.ascontiguousarray(X[subsample])
-    chosen = _pivoted_cholesky(points, p, method == "rpcholesky", params, rng, threads)
-    return np.sort(subsample[chosen])
+    with progress.phase("pool", total=p, unit="pivot"):
+        order = rng.permutation(m)
+        if method == "uniform" or p >= m:
+            progress.advance(p)
+            return np.sort(order[:p])
+        s = min(m, max(SUBSAMPLE_PER_PIVOT * p, SUBSAMPLE_MIN))
+        subsample = np.sort(order[:s])
+        points = np.ascontiguousarray(X[subsample])
+        chosen = _pivoted_cholesky(points, p, method == "rpcholesky", params, rng, threads, progress.advance)
+        return np.sort(subsample[chosen])
 
 
-def _pivoted_cholesky(points, p, random, params, rng, threads) -> np.ndarray:
+def _pivoted_cholesky(points, p, random, params, rng, threads, advance=None) -> np.ndarray:
     """``p`` pivots of a partial Cholesky of the kernel of ``points``: drawn with probability
     proportional to the residual diagonal (``random``), else its largest entry. Stops early
-    when the residual is exhausted."""
+    when the residual is exhausted. ``advance(1)`` is called as each pivot is taken."""
     s = len(points)
     residual = diagonal(points, params["kernel"], params["gamma"], params["degree"], params["coef0"])
     columns = np.zeros((s, p))
@@ -132,15 +136,19 @@ def _pivoted_cholesky(points, p, random, params, rng, threads) -> np.ndarray:
         residual = np.maximum(residual - columns[:, t] ** 2, 0.0)
         residual[i] = 0.0
         pivots.append(i)
+        if advance is not None:
+            advance(1)
     return np.asarray(pivots, dtype=np.int64)
 
 
-def training_factor(X, dtype, p, method, params, rng, threads, progress=None) -> np.ndarray:
+def training_factor(X, dtype, p, method, params, rng, threads, progress=SILENT) -> np.ndarray:
     """``Φ`` of the training rows ``X`` (already in ``dtype``, C-contiguous) for the named
     kernel ``params``: ``X`` itself for ``linear``, else the Nyström factor of a pool of
-    ``p`` points chosen by ``method``, its blocks of rows reported to ``progress(done, total)``
-    when given."""
+    ``p`` points chosen by ``method``, shown as ``progress``'s phases ``pool`` and ``factor``
+    (its blocks of rows, counted by the core once the pool's ``W`` is made)."""
     if params["kernel"] == "linear":
         return np.ascontiguousarray(X, dtype=dtype)
-    indices = pool(X, p, method, params, rng, threads)
-    return _core.nystroem_factor(X, indices.astype(np.int64), n_threads=threads, progress=progress, **params)
+    indices = pool(X, p, method, params, rng, threads, progress)
+    with progress.phase("factor", unit="block"):
+        return _core.nystroem_factor(X, indices.astype(np.int64), n_threads=threads, progress=progress.core_report,
+                                     **params)

@@ -32,7 +32,6 @@ from ._kernels import (
 )
 from ._dask import is_dask_input, prepare_dask_training
 from ._factor import DEFAULT_FACTOR_RANK, POOLS, SOLVERS
-from ._progress import progress_bar
 from ._training import more_than_samples_message, prepare_training, short_selection_message
 from ._discriminant import fit_discriminant, one_blas_thread
 from ._sparsity_path import SparsityPath
@@ -154,8 +153,10 @@ class GreedyKFDA(
         the residual diagonal), greedy pivoted Cholesky (the largest residual diagonal), or
         uniformly.
     verbose : bool or int, default=False
-        Progress bars on stderr (tqdm): of the factor's blocks of rows (``solver="factored"``
-        with ``rbf`` or ``poly``) and of the selection's picks. Results do not depend on it.
+        A progress bar on stderr (tqdm) for each phase of the fit: the pool's choice and the
+        factor's rows (``solver="factored"`` with ``rbf`` or ``poly``), the selection's set-up
+        and picks, the exact kernel columns, the discriminant and its calibration
+        (docs/scale.md, "Progress"). Results do not depend on it.
 
     Attributes
     ----------
@@ -356,13 +357,15 @@ class GreedyKFDA(
         linear = problem.core_name == "linear"
         factor_rank = None if problem.factor is None or linear else int(problem.factor.shape[1])
         problem.factor = None  # Φ (m × p) is read by the selection only: let it go
-        columns = problem.columns([support for support, _, _ in selections], self.kernel)
+        with problem.progress.phase("exact columns", total=len(by_class), unit="row"):
+            columns = problem.columns([support for support, _, _ in selections], self.kernel)
         diagonal = problem.diagonal()
         kernel_scale = float(np.mean(diagonal, dtype=np.float64))
         self._models = [
             fit_discriminant(
                 *columns(support), codes, *self._problem_classes(c),
                 by_class[support], float(self.reg), kernel_scale, stopped_early, passes, n_threads=threads,
+                progress=problem.progress,
             )
             for c, (codes, (support, stopped_early, passes)) in enumerate(zip(problems, selections))
         ]
@@ -385,7 +388,7 @@ class GreedyKFDA(
         if len(self.classes_) == 2:
             (support, _, _), model = selections[0], self._models[0]
             largest_norm = float(np.sqrt(max(np.max(diagonal), 0.0)))
-            with one_blas_thread():  # O(m k²), and OpenBLAS's workers would spin afterwards
+            with one_blas_thread(), problem.progress.phase("bound statistics"):  # O(m k²); OpenBLAS would spin
                 features = np.asarray(columns(support)[0], dtype=np.float64) @ model.projection.T
                 self._feature_moments = FeatureMoments.of(features, problem.codes, support, largest_norm)
         self._fitted_k = problem.k
@@ -466,7 +469,7 @@ class GreedyKFDA(
         )
         K = problem.kernel
         try:
-            with progress_bar(self.verbose, "selection", "pick") as report:
+            with problem.progress.selection() as report:
                 options["progress"] = report
                 if len(problems) == 1:
                     (codes,) = problems
