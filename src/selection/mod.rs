@@ -50,7 +50,7 @@ use crate::tuning::{SHARED_FROM_BYTES, SHARED_SELECTIONS, SPECULATED_CANDIDATES}
 use engine::Engine;
 use ndarray::ArrayView2;
 pub use pspace::FactorRows;
-pub use rows::{Candidate, Moments, RowStatistics, RowTerm, RowsSetUp};
+pub use rows::{Candidate, Moments, RowParts, RowStatistics, RowTerm, RowsSetUp};
 use schur::{FirstPick, Speculated};
 use shared::SharedPasses;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -189,6 +189,22 @@ pub fn select_classes_in_form<F: Real>(
     select_alone_in_form(kernel, classes, &params, stop, progress, form)
 }
 
+/// The selection over the rows of a factor held by `rows` ([`FactorRows`]: in memory, or
+/// chunk by chunk elsewhere), in the factor's coordinates, for the classes `classes` (as
+/// [`select_classes`]): one round over the rows a stage.
+pub fn select_classes_over_rows<F: Real>(
+    rows: &mut dyn FactorRows<F>,
+    classes: &[u32],
+    params: &GreedyParams,
+    stop: &AtomicBool,
+    progress: &Progress,
+) -> Result<Selection> {
+    let m = rows.rows_count();
+    let params = params.check::<F>((m, m), classes)?;
+    progress.add_total(params.k.min(m));
+    pspace::select(rows, classes, &params, stop, progress)
+}
+
 /// Whether the selection of `params` over `kernel` runs in the factor's coordinates.
 fn in_coordinates<F: Real>(
     kernel: KernelOperator<'_, F>,
@@ -248,7 +264,7 @@ fn select_alone_in_form<F: Real>(
 ) -> Result<Selection> {
     if let KernelOperator::Factored { factor, p, .. } = kernel {
         if in_coordinates(kernel, params, form) {
-            let mut rows = pspace::RowsInMemory::new(factor, p, classes, params.n_threads)?;
+            let mut rows = pspace::RowsInMemory::new(factor, p, params.n_threads)?;
             return pspace::select(&mut rows, classes, params, stop, progress);
         }
     }

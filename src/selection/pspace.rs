@@ -30,11 +30,12 @@ pub trait FactorRows<F> {
     fn rows_count(&self) -> usize;
     /// `p`, the columns of `Φ`.
     fn width(&self) -> usize;
-    /// `G`, `E` and `σ_c` of all rows, for class `c` weighing `class_weights[c]`.
-    fn moments(&mut self, class_weights: &[f64]) -> Result<Moments>;
+    /// `G`, `E` and `σ_c` of all rows, for rows of classes `classes` (in the engine's
+    /// order, `m` codes), class `c` weighing `class_weights[c]`.
+    fn moments(&mut self, classes: &[u32], class_weights: &[f64]) -> Result<Moments>;
     /// The statistics of `K_0` (`rank`: every row's place in the random order, for the
     /// `random` criterion; else empty).
-    fn start(&mut self, set_up: &RowsSetUp<'_>, rank: &[usize]) -> Result<()>;
+    fn start(&mut self, classes: &[u32], set_up: &RowsSetUp<'_>, rank: &[usize]) -> Result<()>;
     /// A round ([`RowStatistics::advance`]): the best `take` admissible candidates of all
     /// rows, best first, ties to the lowest index.
     fn advance(
@@ -50,22 +51,15 @@ pub(crate) struct RowsInMemory<'a, F> {
     pool: std::sync::Arc<rayon::ThreadPool>,
     factor: &'a [F],
     p: usize,
-    classes: &'a [u32],
     statistics: Option<RowStatistics>,
 }
 
 impl<'a, F: Real> RowsInMemory<'a, F> {
-    pub(crate) fn new(
-        factor: &'a [F],
-        p: usize,
-        classes: &'a [u32],
-        n_threads: usize,
-    ) -> Result<Self> {
+    pub(crate) fn new(factor: &'a [F], p: usize, n_threads: usize) -> Result<Self> {
         Ok(RowsInMemory {
             pool: crate::pool::shared(n_threads)?,
             factor,
             p,
-            classes,
             statistics: None,
         })
     }
@@ -73,24 +67,24 @@ impl<'a, F: Real> RowsInMemory<'a, F> {
 
 impl<F: Real> FactorRows<F> for RowsInMemory<'_, F> {
     fn rows_count(&self) -> usize {
-        self.classes.len()
+        self.factor.len() / self.p.max(1)
     }
 
     fn width(&self) -> usize {
         self.p
     }
 
-    fn moments(&mut self, class_weights: &[f64]) -> Result<Moments> {
-        Moments::of_rows(&self.pool, self.factor, self.p, self.classes, class_weights)
+    fn moments(&mut self, classes: &[u32], class_weights: &[f64]) -> Result<Moments> {
+        Moments::of_rows(&self.pool, self.factor, self.p, classes, class_weights)
     }
 
-    fn start(&mut self, set_up: &RowsSetUp<'_>, rank: &[usize]) -> Result<()> {
+    fn start(&mut self, classes: &[u32], set_up: &RowsSetUp<'_>, rank: &[usize]) -> Result<()> {
         let statistics = RowStatistics::start(
             &self.pool,
             self.factor,
             self.p,
             Vec::new(),
-            self.classes.to_vec(),
+            classes.to_vec(),
             rank.to_vec(),
             set_up,
         )?;
@@ -287,8 +281,23 @@ pub(crate) fn select<F: Real>(
 ) -> Result<Selection> {
     let (m, p) = (rows.rows_count(), rows.width());
     let (class_weights, scatter_weights) = class_weighting(classes);
-    let moments = rows.moments(&class_weights)?;
-    if moments.gram.len() != p * p || moments.class_sums.len() != class_weights.len() {
+    if m != classes.len() || p == 0 {
+        return Err(Error::invalid(
+            "factor",
+            format!("holds {m} rows of width {p} for {} labels", classes.len()),
+        ));
+    }
+    let moments = rows.moments(classes, &class_weights)?;
+    let shaped = moments.gram.len() == p * p
+        && moments.weighted.len() == p * p
+        && moments.class_sums.len() == class_weights.len()
+        && moments.class_sums.iter().all(|sum| sum.len() == p);
+    let finite = moments
+        .gram
+        .iter()
+        .chain(&moments.weighted)
+        .chain(moments.class_sums.iter().flatten());
+    if !shaped || !finite.into_iter().all(|v| v.is_finite()) {
         return Err(Error::invalid("factor", "its moments have the wrong shape"));
     }
     let rank = random_ranks(params, m)?;
@@ -299,7 +308,7 @@ pub(crate) fn select<F: Real>(
         criterion: params.criterion,
         tol: params.tol,
     };
-    rows.start(&set_up, &rank)?;
+    rows.start(classes, &set_up, &rank)?;
     drop(rank);
     let mut passes = 2;
     let Moments {

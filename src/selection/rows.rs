@@ -298,6 +298,59 @@ impl RowStatistics {
         })
     }
 
+    /// Its state, to be moved to another process.
+    pub fn parts(&self) -> RowParts {
+        RowParts {
+            indices: self.indices.clone(),
+            classes: self.classes.clone(),
+            rank: self.rank.clone(),
+            sums: self.sums.clone(),
+            d: self.d.clone(),
+            threshold: self.threshold.clone(),
+            blocked: self.blocked.clone(),
+            scatter_weights: self.scatter_weights.clone(),
+            criterion: self.criterion,
+        }
+    }
+
+    /// The statistics of state `parts` ([`RowStatistics::parts`]), checked for shape.
+    pub fn from_parts(parts: RowParts) -> Result<Self> {
+        let rows = parts.classes.len();
+        let sized = |len: usize| len == 0 || len == rows;
+        let shaped = sized(parts.indices.len())
+            && sized(parts.rank.len())
+            && parts.sums.len() == parts.scatter_weights.len()
+            && parts.sums.iter().all(|sum| sum.len() == rows)
+            && [parts.d.len(), parts.threshold.len(), parts.blocked.len()]
+                .iter()
+                .all(|&len| len == rows);
+        if !shaped {
+            return Err(Error::invalid(
+                "statistics",
+                "their parts must describe the same rows",
+            ));
+        }
+        let mut by_index: Vec<(usize, usize)> = parts
+            .indices
+            .iter()
+            .enumerate()
+            .map(|(row, &i)| (i, row))
+            .collect();
+        by_index.sort_unstable();
+        Ok(RowStatistics {
+            indices: parts.indices,
+            by_index,
+            classes: parts.classes,
+            rank: parts.rank,
+            sums: parts.sums,
+            d: parts.d,
+            threshold: parts.threshold,
+            blocked: parts.blocked,
+            scatter_weights: parts.scatter_weights,
+            criterion: parts.criterion,
+        })
+    }
+
     /// The row held of index `index` among all rows, if held here.
     fn row_of(&self, index: usize) -> Option<usize> {
         if self.indices.is_empty() {
@@ -396,6 +449,20 @@ impl RowStatistics {
 
 /// A block's index with its rows of `d` and of each class sum.
 type BlockOfRows<'s> = (usize, (&'s mut [f64], Vec<&'s mut [f64]>));
+
+/// The state of a [`RowStatistics`], field by field.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowParts {
+    pub indices: Vec<usize>,
+    pub classes: Vec<u32>,
+    pub rank: Vec<usize>,
+    pub sums: Vec<Vec<f64>>,
+    pub d: Vec<f64>,
+    pub threshold: Vec<f64>,
+    pub blocked: Vec<bool>,
+    pub scatter_weights: Vec<f64>,
+    pub criterion: Criterion,
+}
 
 /// What scoring a column needs beside its statistics.
 struct StatisticsView<'s> {
