@@ -5,6 +5,7 @@
 use crate::error::Error;
 use crate::kernel::Kernel;
 use crate::progress::Progress;
+use crate::tuning::{SIGNAL_POLL, WATCHED_KERNEL_WORK};
 use numpy::PyReadonlyArray1;
 use pyo3::exceptions::{
     PyKeyboardInterrupt, PyMemoryError, PyOSError, PyRuntimeError, PyTypeError, PyValueError,
@@ -12,13 +13,6 @@ use pyo3::exceptions::{
 use pyo3::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::time::Duration;
-
-/// How often a long call looks for signals (Ctrl-C) while the core works.
-const SIGNAL_POLL: Duration = Duration::from_millis(50);
-/// Kernel matrices and expansions of fewer entries than this (times features) run without
-/// the signal watch: a thread spawn (~15 µs) is not worth it for a call of a few ms.
-const WATCHED_KERNEL_WORK: usize = 1 << 26;
 
 impl From<Error> for PyErr {
     fn from(error: Error) -> PyErr {

@@ -6,6 +6,7 @@ use crate::checks;
 use crate::kernel::{self, Kernel};
 use crate::link::Link;
 use crate::real::Real;
+use crate::tuning::ONE_THREAD_ROWS;
 use ndarray::Array2;
 use numpy::{IntoPyArray, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -101,9 +102,7 @@ fn expansion_typed<'py, F: Real + numpy::Element>(
         return Err(PyValueError::new_err("X: contains NaN or infinity"));
     }
     let bias = bias.as_array().to_vec();
-    // One-row calls are too short to be worth releasing the GIL (the estimators skip their
-    // thread-count look-up up to the same size: `_ONE_THREAD_ROWS`).
-    let result = if x.nrows() <= 64 {
+    let result = if x.nrows() <= ONE_THREAD_ROWS {
         kernel::expansion(x, basis, weights, &bias, &kernel, 1)?
     } else {
         kernel_call(py, (x.nrows(), basis.nrows(), x.ncols()), |stop| {
