@@ -138,7 +138,7 @@ macro_rules! selection_function {
     ($(#[$doc:meta])* $name:ident($order:ident) -> $returns:ident by $select:ident) => {
         $(#[$doc])*
         #[pyfunction]
-        #[pyo3(signature = (kernel, y, k, *, criterion="optimal", deflation="schur", stages=1, random_order=None, seed=0, tol=None, n_threads=1, factor=None, progress=None))]
+        #[pyo3(signature = (kernel, y, k, *, criterion="optimal", deflation="projection", stages=1, random_order=None, seed=0, tol=None, n_threads=1, factor=None, progress=None))]
         #[allow(clippy::too_many_arguments)]
         fn $name<'py>(
             py: Python<'py>,
