@@ -83,7 +83,7 @@ def worker() -> None:
     small = np.argsort(-y[:100], kind="stable")
     small_gram = _core.kernel_matrix(X[:100][small], kernel="rbf", gamma=0.05, n_threads=2)
     figures["select_small"] = median_time(
-        lambda: _core.greedy_select(small_gram, y[:100][small] == 1, 5, n_threads=2), 501
+        lambda: _core.greedy_select(small_gram, y[:100][small] == 1, 5, deflation="schur", n_threads=2), 501
     )
     rows, two_threads = batch[:200].copy(), GreedyKFDA(k=100, gamma=0.05, n_jobs=2).fit(X, y)
     figures["rows_200"] = median_time(lambda: two_threads.decision_function(rows), 501)

@@ -10,11 +10,9 @@
 
 use crate::error::{Error, Result};
 use crate::real::Real;
+use crate::tuning::{CHECK_TILE, LANES};
 use ndarray::{s, ArrayView2};
 use rayon::prelude::*;
-
-/// Side of the square tiles: two 64×64 float64 tiles fit in a core's L1 and L2.
-const TILE: usize = 64;
 
 /// What the pass measured (float64, whatever the kernel's dtype).
 #[derive(Clone, Debug, PartialEq)]
@@ -48,8 +46,8 @@ pub fn kernel_checks<F: Real>(k: ArrayView2<F>, n_threads: usize) -> Result<Kern
     }
     let diagonal: Vec<f64> = (0..m).map(|i| k[[i, i]].as_f64()).collect();
     let roots: Vec<f64> = diagonal.iter().map(|&d| d.max(0.0).sqrt()).collect();
-    let bands: Vec<usize> = (0..m.div_ceil(TILE)).collect();
-    let band = |&b: &usize| band_checks(k, &roots, b * TILE);
+    let bands: Vec<usize> = (0..m.div_ceil(CHECK_TILE)).collect();
+    let band = |&b: &usize| band_checks(k, &roots, b * CHECK_TILE);
     let partial: Vec<Partial> = if n_threads <= 1 || bands.len() <= 1 {
         bands.iter().map(band).collect()
     } else {
@@ -95,7 +93,7 @@ struct Partial {
 /// reading `K_ij` and `K_ji` by tiles.
 fn band_checks<F: Real>(k: ArrayView2<F>, roots: &[f64], start: usize) -> Partial {
     let m = k.nrows();
-    let rows = start..(start + TILE).min(m);
+    let rows = start..(start + CHECK_TILE).min(m);
     let mut part = Partial {
         non_finite: None,
         scale: 0.0,
@@ -103,12 +101,12 @@ fn band_checks<F: Real>(k: ArrayView2<F>, roots: &[f64], start: usize) -> Partia
         minor_excess: f64::NEG_INFINITY,
         minor_at: (start, start),
     };
-    let mut upper = [0.0f64; TILE];
-    let mut lower = [0.0f64; TILE];
-    for tile in (start..m).step_by(TILE) {
+    let mut upper = [0.0f64; CHECK_TILE];
+    let mut lower = [0.0f64; CHECK_TILE];
+    for tile in (start..m).step_by(CHECK_TILE) {
         for i in rows.clone() {
             let first = tile.max(i);
-            let width = (tile + TILE).min(m).saturating_sub(first);
+            let width = (tile + CHECK_TILE).min(m).saturating_sub(first);
             if width == 0 {
                 continue;
             }
@@ -153,10 +151,6 @@ fn band_checks<F: Real>(k: ArrayView2<F>, roots: &[f64], start: usize) -> Partia
     }
     part
 }
-
-/// Lanes of independent maxima: the compiler keeps each in a SIMD lane, where one running
-/// maximum would be a chain of dependent instructions.
-const LANES: usize = 8;
 
 /// `(finite, scale, asymmetry, excess)` of a segment of pairs: `finite` is 0 unless an entry
 /// is NaN or infinite (then NaN), the others the maxima of `max(|u|, |l|)`, `|u − l|` and

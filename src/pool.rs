@@ -12,17 +12,12 @@
 //! a call may wait for another's work.
 
 use crate::error::{Error, Result};
+use crate::tuning::KEPT_POOLS;
 use rayon::ThreadPool;
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// The pools made so far: (process id, threads, pool), the most recently used last.
 static POOLS: Mutex<Vec<(u32, usize, Arc<ThreadPool>)>> = Mutex::new(Vec::new());
-
-/// Pools kept at once. A caller that cycles through many thread counts (one `n_jobs` per
-/// grid point, say) would otherwise leave every pool's threads alive for the life of the
-/// process; past this many the least recently used pool is dropped, and its threads exit
-/// once the calls still holding it return.
-const KEPT_POOLS: usize = 4;
 
 /// The process's pool of `n_threads` threads (at least one), made on first use.
 pub(crate) fn shared(n_threads: usize) -> Result<Arc<ThreadPool>> {

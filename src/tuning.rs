@@ -7,8 +7,10 @@
 
 // --- SIMD kernels (src/simd) ---
 
-/// Independent partial sums of the portable and AVX2 dot products: enough for the compiler
-/// to vectorise the portable loop (no measurement recorded).
+/// Independent accumulators of a loop the compiler vectorises: the partial sums of the
+/// portable and AVX2 dot products, the running maxima of a precomputed kernel's checks
+/// (`checks.rs`). Each stays in a SIMD lane, where one accumulator would be a chain of
+/// dependent instructions (no measurement recorded).
 pub(crate) const LANES: usize = 8;
 /// Elements ahead of a combination tile whose cache line it prefetches in every term: the
 /// tile reads one piece of each of its (often ~100) terms per step, too many streams for
@@ -85,11 +87,18 @@ pub(crate) const SHARED_SELECTIONS: usize = 12;
 /// it saves (three problems side by side at m = 1,000 in `f64`, 7.6 MiB: 0.87× the speed of
 /// one after the other; 1.09× at m = 1,500; at m = 150, 0.6×).
 pub(crate) const SHARED_FROM_BYTES: usize = 12 << 20;
-/// Rows per block of a kernel matrix (`kernel.rs`): one block's GEMM output stays in cache
+/// Rows per block of a kernel matrix (`kernel/`): one block's GEMM output stays in cache
 /// while the elementwise map runs over it (no measurement recorded).
 pub(crate) const KERNEL_BLOCK_ROWS: usize = 64;
 
-// --- Prediction from a model file (src/model.rs) ---
+// --- The checks of a precomputed kernel (src/checks.rs) ---
+
+/// Side of the square tiles of the checks' pass, which reads each pair from both triangles:
+/// two 64×64 float64 tiles fit in a core's L1 and L2, so the transposed reads stay in cache
+/// (no measurement recorded).
+pub(crate) const CHECK_TILE: usize = 64;
+
+// --- Prediction from a model file (src/model/) ---
 
 /// Most rows a model predicts by the direct loop of `kernel::expansion_direct` rather than
 /// the blocked GEMM: below it, packing the bases for the GEMM costs more than the products
@@ -103,3 +112,27 @@ pub(crate) const DIRECT_EXPANSION_ROWS: usize = 4;
 /// thread count; a block's `Φ` rows (1,024 × p) stream once while its partial sums stay in
 /// cache (no measurement recorded).
 pub(crate) const FACTOR_BLOCK_ROWS: usize = 1024;
+
+// --- Thread pools (src/pool.rs) ---
+
+/// Pools kept at once. A caller that cycles through many thread counts (one `n_jobs` per
+/// grid point, say) would otherwise leave every pool's threads alive for the life of the
+/// process; past this many the least recently used pool is dropped, and its threads exit
+/// once the calls still holding it return.
+pub(crate) const KEPT_POOLS: usize = 4;
+
+// --- The Python binding (src/python/) ---
+
+/// How often a long call looks for signals (Ctrl-C) and reports its progress while the
+/// core works: 50 ms, within what a user feels as at once (no measurement recorded).
+#[cfg(feature = "python")]
+pub(crate) const SIGNAL_POLL: std::time::Duration = std::time::Duration::from_millis(50);
+/// Kernel matrices and expansions of fewer entries than this (times features) run without
+/// the signal watch: a thread spawn (~15 µs) is not worth it for a call of a few ms.
+#[cfg(feature = "python")]
+pub(crate) const WATCHED_KERNEL_WORK: usize = 1 << 26;
+/// Most rows of a kernel expansion (an estimator's prediction) run on the calling thread
+/// with the GIL held: one-row calls are too short to be worth releasing it. The estimators
+/// skip their thread-count look-up up to the same size (`_ONE_THREAD_ROWS`).
+#[cfg(feature = "python")]
+pub(crate) const ONE_THREAD_ROWS: usize = 64;

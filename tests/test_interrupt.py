@@ -88,7 +88,7 @@ def test_a_signal_stops_selections_that_share_their_passes(stops_on_alarm):
     order = np.argsort(sector, kind="stable")
     K = _core.kernel_matrix(X[order], gamma=1.5)
     positives = np.stack([sector[order] == c for c in range(3)])
-    stops_on_alarm(_core.greedy_select_many, K, positives, 1000, n_threads=2)
+    stops_on_alarm(_core.greedy_select_many, K, positives, 1000, deflation="schur", n_threads=2)
 
 
 def test_a_signal_stops_kernel_matrices_and_expansions(stops_on_alarm):

@@ -1,5 +1,7 @@
 """The Rust engine against the NumPy reference (``gkfda.reference``), index for index."""
 
+import inspect
+
 import numpy as np
 import pytest
 from sklearn.datasets import make_moons
@@ -210,3 +212,18 @@ def test_shared_float32_selections_equal_reference(deflation):
     for c, (indices, _, _) in enumerate(selections):
         y = np.where(label == c, 1, -1)
         np.testing.assert_array_equal(indices, reference.select(K, y, 12, "optimal", deflation, 1))
+
+
+def test_the_core_selection_defaults_to_the_estimators_deflation(problem):
+    # A selection made without naming its deflation is the one GreedyKFDA makes by default,
+    # whichever entry point makes it.
+    default = inspect.signature(gkfda.GreedyKFDA).parameters["deflation"].default
+    for function in (_core.greedy_select, _core.greedy_select_many):
+        assert inspect.signature(function).parameters["deflation"].default == default, function.__name__
+    K, y = problem(0)
+    positive = y > 0
+    unnamed, _, _ = _core.greedy_select(K, positive, 12)
+    named, _, _ = _core.greedy_select(K, positive, 12, deflation=default)
+    np.testing.assert_array_equal(unnamed, named)
+    ((unnamed_many, _, _),) = _core.greedy_select_many(K, positive[None, :], 12)
+    np.testing.assert_array_equal(unnamed_many, named)

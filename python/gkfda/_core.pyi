@@ -1,4 +1,4 @@
-"""Type stubs of the Rust extension module (src/python.rs)."""
+"""Type stubs of the Rust extension module (src/python/)."""
 
 from typing import Any, List, Optional, Protocol, Tuple, Union
 
@@ -145,7 +145,7 @@ def greedy_select(
     k: int,
     *,
     criterion: str = "optimal",
-    deflation: str = "schur",
+    deflation: str = "projection",
     stages: int = 1,
     random_order: Optional[npt.NDArray[np.int64]] = None,
     seed: int = 0,
@@ -180,7 +180,7 @@ def greedy_select_many(
     k: int,
     *,
     criterion: str = "optimal",
-    deflation: str = "schur",
+    deflation: str = "projection",
     stages: int = 1,
     random_order: Optional[npt.NDArray[np.int64]] = None,
     seed: int = 0,

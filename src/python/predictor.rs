@@ -1,10 +1,15 @@
 //! `gkfda._core.Predictor`: a model file read by the Rust reader and served through
-//! [`Model`], without the estimators (and so without scikit-learn) in the process.
+//! [`Model`], without the estimators (and so without scikit-learn) in the process; and
+//! the Rust reader's verdict on a file's bytes, for the tests.
 
-use super::*;
+use crate::error::Error;
+use crate::link::Link;
 use crate::model::{ClassKind, Model, Task};
-use numpy::{PyArrayDescrMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods};
-use pyo3::exceptions::PyAttributeError;
+use numpy::{
+    IntoPyArray, PyArrayDescrMethods, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods,
+};
+use pyo3::exceptions::{PyAttributeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
 use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
@@ -407,7 +412,28 @@ impl Predictor {
     }
 }
 
-/// Adds the class to `_core`.
-pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
-    module.add_class::<Predictor>()
+/// Reads a model file's bytes with the Rust reader (`Model::from_bytes`), the one the
+/// Rust crate and the C ABI use: `(estimator, task, n_features, n_bases, n_outputs,
+/// classes)` of a file it accepts, its refusal as `ValueError` otherwise. The tests
+/// compare its verdicts with `gkfda.load`'s on crafted files.
+#[pyfunction]
+fn read_model_bytes(
+    py: Python<'_>,
+    data: &[u8],
+) -> PyResult<(String, String, usize, usize, usize, Vec<String>)> {
+    let model = py.detach(|| Model::from_bytes(data))?;
+    Ok((
+        model.estimator().to_string(),
+        task_name(model.task()).to_string(),
+        model.n_features(),
+        model.n_bases(),
+        model.n_outputs(),
+        model.classes().to_vec(),
+    ))
+}
+
+/// Adds `Predictor` and `read_model_bytes` to `_core`.
+pub(super) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<Predictor>()?;
+    module.add_function(wrap_pyfunction!(read_model_bytes, module)?)
 }
