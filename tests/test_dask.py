@@ -205,11 +205,11 @@ def test_a_failing_worker_surfaces_as_its_exception(client, monkeypatch):
     """A task that raises on a worker ends the fit with that exception, not a panic."""
     X, y = data(m=80)
 
-    def broken(operation, phi, operand=None):
-        raise RuntimeError(f"worker lost during {operation}")
+    def broken(*args):
+        raise RuntimeError("worker lost during a pick")
 
-    monkeypatch.setattr(_dask, "_factor_block", broken)
-    with pytest.raises(RuntimeError, match="worker lost during"):
+    monkeypatch.setattr(_dask, "_row_advance", broken)
+    with pytest.raises(RuntimeError, match="worker lost during a pick"):
         gkfda.GreedyKFDA(k=5, factor_rank=20).fit(*chunked(X, y, 30))
 
 

@@ -9,10 +9,10 @@ workers, each keeping the rows of its chunks of ``X``:
   the pool's ``W`` once (``_core.nystroem_whitening``) and sends the pool's points and
   ``W`` to every worker, which builds its chunks' rows of ``Φ`` (``_core.nystroem_rows``:
   the rows ``_core.nystroem_factor`` gives them) and keeps them;
-- the selection runs in the core on the driver, unchanged: it reads ``ΦΦ'`` through
-  :class:`ChunkedFactor`, whose every operation is one round over the chunks with the
-  in-memory operator's own per-block arithmetic (``_core.factor_block``), the partial sums
-  added in chunk order;
+- the selection runs in the core on the driver, in the factor's coordinates, as in memory:
+  the driver keeps the ``p × p`` state, the workers their chunks' rows of ``Φ`` and of the
+  per-row statistics (:class:`ChunkedFactorRows`), and each pick is one round over the
+  chunks, with the in-memory rows' own arithmetic;
 - the workers compute the exact kernel columns of the chosen bases, ``m × |bases|``, and
   the driver fits the discriminants on them as the in-memory fit does.
 
@@ -147,8 +147,25 @@ def _nystroem_rows(block, points, whitening, params):
     return _core.nystroem_rows(block, points, whitening, n_threads=_TASK_THREADS, **params)
 
 
-def _factor_block(operation, phi, operand=None):
-    return _core.factor_block(operation, phi, operand, n_threads=_TASK_THREADS)
+def _row_moments(phi, classes, class_weights):
+    return _core.factor_moments(phi, classes, class_weights, n_threads=_TASK_THREADS)
+
+
+def _row_start(phi, indices, classes, rank, weighted, class_sums, scatter_weights, criterion, tol):
+    return _core.FactorRowStatistics.start(phi, indices, classes, rank, weighted, class_sums, scatter_weights,
+                                           criterion, tol, n_threads=_TASK_THREADS)
+
+
+def _started(statistics):
+    return statistics is not None
+
+
+def _row_advance(statistics, phi, v, h, class_sums, weighted_norms, blocked, take):
+    return statistics.advanced(phi, v, h, class_sums, weighted_norms, blocked, take, n_threads=_TASK_THREADS)
+
+
+def _row_candidates(statistics):
+    return statistics.candidates()
 
 
 def _kernel_columns(block, basis, kernel, params, dtype):
@@ -264,69 +281,82 @@ class _CallerRows:
         return self.chunks.rows(self.chunks.parts, indices, "gathering the bases' rows of X")
 
 
-class ChunkedFactor:
-    """``ΦΦ'`` of a factor whose rows the workers hold, chunk by chunk, as the core's
-    selection reads it (``greedy_select(None, y, k, factor=ChunkedFactor(...))``).
+class ChunkedFactorRows:
+    """The rows of a factor the workers hold, chunk by chunk, with the selection's per-row
+    statistics beside them, as the core's selection in the factor's coordinates reads them
+    (``greedy_select(None, y, k, factor=ChunkedFactorRows(...))``; docs/scale.md).
 
-    Every vector the core passes or takes is in the engine's row order (the training rows
-    ordered by class: row ``j`` is ``X``'s row ``by_class[j]``); the chunks keep ``X``'s.
-    Each method is one round over the chunks, or two where a reduction feeds a map, each
-    chunk's part computed by the core's per-block arithmetic of the in-memory factored
-    operator and the partial sums added in chunk order. What goes over the network a
-    round: the chunk's slice of the right-hand sides out, ``p × r`` partials back, the sum
-    ``p × r`` out to every chunk, the chunk's ``r × m_c`` products back.
+    Every index and label the core passes or takes is in the engine's row order (the
+    training rows ordered by class: row ``j`` is ``X``'s row ``by_class[j]``); each chunk
+    keeps ``X``'s rows and knows each row's engine index. The driver holds no ``m``-vector
+    of the selection: each worker keeps its chunk's statistics (``_core.FactorRowStatistics``,
+    a new one each round, so that a result recomputed from its lineage is the same), and a
+    pick is one round: the stage's terms (``p``-vectors) go to every chunk, each chunk
+    applies them in one pass over its rows and gives back its best candidates, and the
+    driver takes the best of those, ties to the lowest engine index, as in memory.
     """
 
     def __init__(self, chunks, phi_parts, p, by_class, dtype):
         self.chunks, self.phi_parts = chunks, phi_parts
         self.shape = (len(chunks), int(p))
         self.dtype = np.dtype(dtype)
-        self.by_class = by_class
-        # position[i]: the engine's row of X's row i.
-        self.position = np.empty_like(by_class)
-        self.position[by_class] = np.arange(len(by_class))
+        # position[i]: the engine's row of X's row i; each chunk's rows' engine indices.
+        position = np.empty_like(by_class)
+        position[by_class] = np.arange(len(by_class))
+        starts = chunks.starts
+        self.positions = [position[s:e] for s, e in zip(starts[:-1], starts[1:])]
+        self.statistics = None
+        #: The driver's waits on the cluster so far (one a round).
+        self.rounds = 0
 
-    def _reduce(self, operation, operands, what):
-        """``Σ_c operation(Φ_c, operands_c)`` in chunk order."""
+    def _round(self, futures, what):
+        self.rounds += 1
+        return _wait(futures, what, self.chunks.labels())
+
+    def moments(self, classes, class_weights):
+        """``(G, E, σ)`` of all rows, the chunks' shares added in chunk order."""
+        client = self.chunks.client
         futures = [
-            self.chunks.client.submit(_factor_block, operation, phi, operand, pure=False)
-            for phi, operand in zip(self.phi_parts, operands)
+            client.submit(_row_moments, phi, classes[positions], class_weights, pure=False)
+            for phi, positions in zip(self.phi_parts, self.positions)
         ]
-        partials = _wait(futures, what, self.chunks.labels())
-        total = partials[0].copy()
-        for partial in partials[1:]:
-            total += partial
-        return total
+        partials = self._round(futures, "the selection's set-up sums")
+        gram, weighted, sums = (part.copy() for part in partials[0])
+        for g, e, s in partials[1:]:
+            gram += g
+            weighted += e
+            sums += s
+        return gram, weighted, sums
 
-    def _map(self, operation, operand, what):
-        """``operation(Φ_c, operand)`` of every chunk, joined in the engine's order (the
-        last axis)."""
-        futures = [
-            self.chunks.client.submit(_factor_block, operation, phi, operand, pure=False) for phi in self.phi_parts
+    def start(self, classes, rank, weighted, class_sums, scatter_weights, criterion, tol):
+        """Each chunk's statistics of ``K_0``, kept on its worker."""
+        client = self.chunks.client
+        weighted_f, sums_f = client.scatter([weighted, class_sums], broadcast=True, timeout=ROUND_TIMEOUT)
+        self.statistics = [
+            client.submit(_row_start, phi, positions, classes[positions],
+                          rank[positions] if len(rank) else rank, weighted_f, sums_f, scatter_weights,
+                          criterion, tol, pure=False)
+            for phi, positions in zip(self.phi_parts, self.positions)
         ]
-        joined = np.concatenate(_wait(futures, what, self.chunks.labels()), axis=-1)
-        return np.ascontiguousarray(joined[..., self.by_class])
+        # The statistics stay on the workers: the round waits on a flag of each.
+        started = [client.submit(_started, statistics, pure=False) for statistics in self.statistics]
+        self._round(started, "the selection's statistics")
 
-    def multiply(self, rhs):
-        """``ΦΦ'x`` for each row ``x`` of ``rhs`` (``(r, m)``)."""
-        in_caller_order = np.ascontiguousarray(rhs[:, self.position])
-        ys = self._reduce("transpose_times", self.chunks.split(in_caller_order), "a product's partial sums")
-        return self._map("times", ys, "a product")
-
-    def rows(self, picks):
-        """Rows ``picks`` of ``ΦΦ'``: the picked rows of ``Φ``, then ``Φ Φ[picks]'``."""
-        ys = self.chunks.rows(self.phi_parts, self.by_class[picks], "gathering the picks' rows of the factor")
-        return self._map("times", ys, "the picks' kernel rows")
-
-    def diagonal(self):
-        """``‖Φ_i‖²`` of each row."""
-        return self._map("row_norms", None, "the factor's diagonal")
-
-    def column_forms(self, weights):
-        """``Φ_i G Φ_i'`` of each row, ``G = Φ'WΦ``, ``W = diag(weights)`` (None: the identity)."""
-        operands = [None] * len(self.phi_parts) if weights is None else self.chunks.split(weights[self.position])
-        gram = self._reduce("weighted_gram", operands, "the set-up's Gram matrix")
-        return self._map("forms_with", gram, "the set-up's column forms")
+    def advance(self, v, h, class_sums, weighted_norms, blocked, take):
+        """One round: the picks ``blocked`` out, the terms applied, the best ``take``
+        candidates of all rows, best first: ``(scores, indices, thresholds, rows)``."""
+        client = self.chunks.client
+        advanced = [
+            client.submit(_row_advance, statistics, phi, v, h, class_sums, weighted_norms, blocked, take,
+                          pure=False)
+            for statistics, phi in zip(self.statistics, self.phi_parts)
+        ]
+        found = [client.submit(_row_candidates, statistics, pure=False) for statistics in advanced]
+        results = self._round(found, "a pick")
+        self.statistics = advanced
+        scores, indices, thresholds, rows = (np.concatenate(part) for part in zip(*results))
+        best = np.lexsort((indices, -scores))[:take]
+        return scores[best], indices[best], thresholds[best], np.ascontiguousarray(rows[best])
 
 
 # -- the fit ----------------------------------------------------------------------------------
@@ -440,7 +470,7 @@ def prepare_dask_training(estimator, X, y, rng) -> TrainingProblem:
 @dataclass
 class _ChunkedProblem(TrainingProblem):
     """A :class:`TrainingProblem` whose rows stay on the workers, in ``X``'s chunks (its
-    ``X`` gathers rows by index, its ``factor`` a :class:`ChunkedFactor`): the diagonal and
+    ``X`` gathers rows by index, its ``factor`` a :class:`ChunkedFactorRows`): the diagonal and
     the bases' exact kernel columns are made there, chunk by chunk."""
 
     chunks: _Chunks | None = None
@@ -492,7 +522,7 @@ def _chunked_factor(chunks, ordered, by_class, name, params, estimator, k, dtype
             _wait(phi_parts, "building the factor's rows", chunks.labels())
             counted()
         p = whitening.shape[1]
-    return ChunkedFactor(chunks, phi_parts, p, by_class, dtype)
+    return ChunkedFactorRows(chunks, phi_parts, p, by_class, dtype)
 
 
 class _Variance:

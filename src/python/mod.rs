@@ -5,7 +5,8 @@
 //!
 //! One module an area, as the Python package is split: `common` (errors, the GIL released
 //! and watched, shared arguments), `kernels`, `selection`, `factor`, `pursuits`,
-//! `calibration`, `parsimonious` (kFDA_q) and `predictor` (model files); here, what
+//! `calibration`, `parsimonious` (kFDA_q), `predictor` (model files) and `rows` (the
+//! selection over rows of a factor held elsewhere, on the workers and on the driver); here, what
 //! `_core` says of the core itself (its names, tolerances and SIMD level).
 
 use crate::real::Real;
@@ -21,6 +22,7 @@ mod kernels;
 mod parsimonious;
 mod predictor;
 mod pursuits;
+mod rows;
 mod selection;
 
 /// Default relative tolerance of the numerical guards for a dtype name.
@@ -79,6 +81,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     calibration::register(module)?;
     parsimonious::register(module)?;
     predictor::register(module)?;
+    rows::register(module)?;
     module.add_function(wrap_pyfunction!(default_tol, module)?)?;
     module.add_function(wrap_pyfunction!(simd_level, module)?)?;
     module.add_function(wrap_pyfunction!(simd_levels, module)?)?;

@@ -13,11 +13,14 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
 /// A selection's indices, whether it stopped early, and its passes over the kernel.
-type SelectionTuple<'py> = (Bound<'py, PyArray1<i64>>, bool, usize);
+pub(super) type SelectionTuple<'py> = (Bound<'py, PyArray1<i64>>, bool, usize);
 /// The selections of one call, one per problem.
 type Selections<'py> = Vec<SelectionTuple<'py>>;
 
-fn selection_tuple(py: Python<'_>, selection: selection::Selection) -> SelectionTuple<'_> {
+pub(super) fn selection_tuple(
+    py: Python<'_>,
+    selection: selection::Selection,
+) -> SelectionTuple<'_> {
     let indices: Vec<i64> = selection.indices.iter().map(|&i| i as i64).collect();
     (
         indices.into_pyarray(py),
@@ -28,7 +31,7 @@ fn selection_tuple(py: Python<'_>, selection: selection::Selection) -> Selection
 
 /// The selections a call asks for: one over class codes ([`selection::select_classes`]),
 /// or two-class problems that may share passes ([`selection::select_many`]).
-enum Problems<'a> {
+pub(super) enum Problems<'a> {
     Classes(&'a [u32], GreedyParams),
     TwoClass(&'a [(&'a [bool], GreedyParams)]),
 }
@@ -95,13 +98,19 @@ fn select_any<'py>(
 }
 
 /// The selections of `problems` over the kernel `ΦΦ'` of a factor held elsewhere: the
-/// Python object `holder` ([`PyFactorSource`]), called from the selection's thread.
+/// Python object `holder`, called from the selection's thread. A holder of the rows with
+/// their statistics (one that can `advance`, [`super::rows::PyFactorRows`]) runs the
+/// selection in the factor's coordinates, one round a stage; a holder of products alone
+/// ([`PyFactorSource`]) keeps the terms form.
 fn select_external<'py, F: Real + numpy::Element>(
     py: Python<'py>,
     holder: &Bound<'py, PyAny>,
     problems: &Problems<'_>,
     report: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Selections<'py>> {
+    if holder.hasattr("advance")? {
+        return super::rows::select_over_holder::<F>(py, holder, problems, report);
+    }
     let source = PyFactorSource::<F>::of(holder)?;
     let selections = reporting(py, report, |stop, progress| {
         let external = ExternalFactor::new(&source, stop);
