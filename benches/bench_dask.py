@@ -10,7 +10,7 @@ rbf with ``gamma=1/20``; the default criterion and deflation (``optimal``, ``pro
 On a ``LocalCluster`` of 2 worker processes of one thread each, for each chunk count: the
 dask fit of ``k`` bases and of one basis, the cost of a pick their difference over
 ``k − 1`` (what the factor's set-up and the model cost is in both), and the bytes a pick
-sends over the network, counted at the factor's operations. The baseline is the in-memory
+sends over the network and the driver's waits on the cluster, counted at the holder's rounds. The baseline is the in-memory
 factored fit's pick in the same run (``n_jobs=2``), measured the same way. Each fit is the
 median of ``--repeats`` runs. Prints a Markdown table.
 """
@@ -44,8 +44,9 @@ def median_fit_seconds(fit, repeats):
 
 
 class Traffic:
-    """Bytes the factor's operations send and receive over the network, by operation:
-    wraps ``ChunkedFactor``'s methods and counts what each round moves, from its shapes."""
+    """Bytes a selection's rounds send and receive over the network, and the driver's waits
+    on the cluster: wraps ``ChunkedFactorRows``'s methods and counts what each round moves,
+    from its shapes."""
 
     def __init__(self):
         self.bytes = 0
@@ -55,31 +56,81 @@ class Traffic:
         from gkfda import _dask
 
         traffic = self
+        rows = _dask.ChunkedFactorRows
 
-        def counted(name, count):
-            original = getattr(_dask.ChunkedFactor, name)
+        def wrapped(name, count):
+            original = getattr(rows, name)
 
             def method(self, *args):
-                traffic.calls += 1
                 traffic.bytes += count(self, *args)
                 return original(self, *args)
 
             monkey.append((name, original))
-            setattr(_dask.ChunkedFactor, name, method)
+            setattr(rows, name, method)
 
-        def chunks(factor):
-            return len(factor.phi_parts)
+        def waits(self, *args):
+            traffic.calls += 1
+            return 0
 
-        def item(factor):
-            return factor.dtype.itemsize
+        def advance(holder, v, h, class_sums, weighted_norms, blocked, take):
+            chunks = len(holder.phi_parts)
+            out = v.nbytes + h.nbytes + class_sums.nbytes + weighted_norms.nbytes + blocked.nbytes + 8
+            back = take * (8 * holder.shape[1] + 24)  # each chunk's best: its rows (float64) and scores
+            return chunks * (out + back)
 
-        m_of = lambda factor: factor.shape[0]  # noqa: E731
-        p_of = lambda factor: factor.shape[1]  # noqa: E731
-        # multiply: the rhs slices out and the products back (m·r each), the p×r partials
-        # back and their sum out to every chunk (C·p·r each).
-        counted("multiply", lambda f, rhs: item(f) * len(rhs) * (2 * m_of(f) + 2 * chunks(f) * p_of(f)))
-        # rows: the picked rows of Φ back (q·p), out to every chunk (C·q·p), the rows back (m·q).
-        counted("rows", lambda f, picks: item(f) * len(picks) * (p_of(f) + chunks(f) * p_of(f) + m_of(f)))
+        wrapped("_round", waits)
+        wrapped("advance", advance)
+
+
+def resident_bytes(field):
+    """``VmRSS`` or ``VmHWM`` of this process, in bytes."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def driver_memory(args):
+    """The driver's peak resident memory above its resident memory before the fit (its
+    high-water mark reset just before), for fits at each m of ``--driver-memory``: ``X``
+    (``m × 20`` standard normal, float64) and ``y`` (the sign of ``X``'s first two columns'
+    sum, 10% flipped) made and persisted on the workers in 4 chunks, so the driver holds
+    only what the fit brings to it."""
+    import dask.array as da
+    import distributed
+
+    import gkfda
+
+    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0",
+                                       silence_logs=40)
+    client = distributed.Client(cluster)
+    rows = []
+    try:
+        for m in args.driver_memory:
+            state = da.random.RandomState(7)
+            chunks = -(-m // 4)
+            X = state.standard_normal((m, 20), chunks=(chunks, 20)).persist()
+            flip = state.random_sample(m, chunks=chunks) < 0.1
+            y = ((X[:, 0] + X[:, 1] > 0) ^ flip).astype(np.int64).persist()
+            distributed.wait([X, y])
+            gkfda.GreedyKFDA(k=args.k, factor_rank=args.rank, gamma=1 / 20, random_state=0).fit(X[:4000], y[:4000])
+            with open("/proc/self/clear_refs", "w") as clear:
+                clear.write("5")  # resets VmHWM to the current VmRSS
+            before = resident_bytes("VmRSS")
+            start = time.perf_counter()
+            gkfda.GreedyKFDA(k=args.k, factor_rank=args.rank, gamma=1 / 20, random_state=0).fit(X, y)
+            seconds = time.perf_counter() - start
+            rows.append((m, resident_bytes("VmHWM") - before, seconds))
+    finally:
+        client.close()
+        cluster.close()
+    print(f"p = {args.rank}, k = {args.k}; 2 worker processes of 1 thread; the driver's peak above its "
+          "memory before the fit\n")
+    print("| m | driver's peak growth, MiB | × the first m's | fit, s |")
+    print("|---|---|---|---|")
+    for m, growth, seconds in rows:
+        print(f"| {m:,} | {growth / 2**20:,.1f} | {growth / rows[0][1]:.2f} | {seconds:.1f} |")
 
 
 def main():
@@ -89,7 +140,12 @@ def main():
     parser.add_argument("--k", type=int, default=50)
     parser.add_argument("--chunks", type=int, nargs="+", default=[2, 4, 8, 16])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--driver-memory", type=int, nargs="*", metavar="M",
+                        help="instead: the driver's peak memory during a fit at each m (data made on the workers)")
     args = parser.parse_args()
+    if args.driver_memory:
+        driver_memory(args)
+        return
 
     import dask.array as da
     import distributed
@@ -130,7 +186,7 @@ def main():
                 one = (traffic.bytes, traffic.calls)
             finally:
                 for name, original in restore:
-                    setattr(_dask.ChunkedFactor, name, original)
+                    setattr(_dask.ChunkedFactorRows, name, original)
             bytes_per_pick = (full[0] - one[0]) / (args.k - 1)
             calls_per_pick = (full[1] - one[1]) / (args.k - 1)
             rows.append((n_chunks, per_pick, bytes_per_pick, calls_per_pick))
@@ -140,7 +196,7 @@ def main():
 
     print(f"m = {args.m:,}, p = {args.rank}, k = {args.k}; 2 worker processes of 1 thread; "
           f"in-memory factored pick (n_jobs=2): {1e3 * baseline:.1f} ms\n")
-    print("| chunks | ms per pick | × in-memory pick | KiB over the network per pick | factor operations per pick |")
+    print("| chunks | ms per pick | × in-memory pick | KiB over the network per pick | waits on the cluster per pick |")
     print("|---|---|---|---|---|")
     for n_chunks, per_pick, bytes_per_pick, calls in rows:
         print(f"| {n_chunks} | {1e3 * per_pick:.1f} | {per_pick / baseline:.1f} | {bytes_per_pick / 1024:,.0f} "

@@ -147,13 +147,19 @@ def _nystroem_rows(block, points, whitening, params):
     return _core.nystroem_rows(block, points, whitening, n_threads=_TASK_THREADS, **params)
 
 
+def _aligned(phi):
+    """``phi`` as the core reads it: row-major and aligned. Arrays made on this worker are;
+    one received from another worker may be unaligned (copied here, once a round)."""
+    return np.require(phi, requirements=["C", "A"])
+
+
 def _row_moments(phi, classes, class_weights):
-    return _core.factor_moments(phi, classes, class_weights, n_threads=_TASK_THREADS)
+    return _core.factor_moments(_aligned(phi), classes, class_weights, n_threads=_TASK_THREADS)
 
 
 def _row_start(phi, indices, classes, rank, weighted, class_sums, scatter_weights, criterion, tol):
-    return _core.FactorRowStatistics.start(phi, indices, classes, rank, weighted, class_sums, scatter_weights,
-                                           criterion, tol, n_threads=_TASK_THREADS)
+    return _core.FactorRowStatistics.start(_aligned(phi), indices, classes, rank, weighted, class_sums,
+                                           scatter_weights, criterion, tol, n_threads=_TASK_THREADS)
 
 
 def _started(statistics):
@@ -161,7 +167,8 @@ def _started(statistics):
 
 
 def _row_advance(statistics, phi, v, h, class_sums, weighted_norms, blocked, take):
-    return statistics.advanced(phi, v, h, class_sums, weighted_norms, blocked, take, n_threads=_TASK_THREADS)
+    return statistics.advanced(_aligned(phi), v, h, class_sums, weighted_norms, blocked, take,
+                               n_threads=_TASK_THREADS)
 
 
 def _row_candidates(statistics):
@@ -331,10 +338,9 @@ class ChunkedFactorRows:
     def start(self, classes, rank, weighted, class_sums, scatter_weights, criterion, tol):
         """Each chunk's statistics of ``K_0``, kept on its worker."""
         client = self.chunks.client
-        weighted_f, sums_f = client.scatter([weighted, class_sums], broadcast=True, timeout=ROUND_TIMEOUT)
         self.statistics = [
             client.submit(_row_start, phi, positions, classes[positions],
-                          rank[positions] if len(rank) else rank, weighted_f, sums_f, scatter_weights,
+                          rank[positions] if len(rank) else rank, weighted, class_sums, scatter_weights,
                           criterion, tol, pure=False)
             for phi, positions in zip(self.phi_parts, self.positions)
         ]

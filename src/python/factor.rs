@@ -14,9 +14,11 @@ use pyo3::prelude::*;
 use std::sync::Mutex;
 
 /// Whether `factor` is an object that holds a factor elsewhere (the methods of
-/// [`PyFactorSource`]) rather than an array.
+/// [`PyFactorSource`], or of the rows with their statistics, `super::rows::PyFactorRows`)
+/// rather than an array.
 pub(super) fn is_factor_holder(factor: &Bound<'_, PyAny>) -> bool {
-    factor.hasattr("multiply").unwrap_or(false) && factor.hasattr("column_forms").unwrap_or(false)
+    let has = |name: &str| factor.hasattr(name).unwrap_or(false);
+    (has("multiply") && has("column_forms")) || (has("advance") && has("moments"))
 }
 
 /// The name of a factor holder's `dtype`.

@@ -89,10 +89,14 @@ impl<'py> Chunk<'py> {
     }
 }
 
-/// A contiguous view's values, or a ValueError.
+/// A row-major view's values, or a ValueError (a Fortran-ordered array is contiguous too,
+/// but its values are not in the rows' order).
 fn contiguous<'a, F: numpy::Element>(phi: &'a PyReadonlyArray2<'_, F>) -> PyResult<&'a [F]> {
-    phi.as_slice()
-        .map_err(|_| PyValueError::new_err("phi: must be a C-contiguous array"))
+    let refused = || PyValueError::new_err("phi: must be a C-contiguous, aligned array");
+    if !phi.is_c_contiguous() {
+        return Err(refused());
+    }
+    phi.as_slice().map_err(|_| refused())
 }
 
 /// `(G, E, σ)` as arrays.
