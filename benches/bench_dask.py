@@ -8,8 +8,8 @@ Data: ``make_classification(n_samples=m, n_features=20, n_informative=12,
 n_clusters_per_class=16, class_sep=1.5, flip_y=0.02, random_state=5)``, standardised; float64;
 rbf with ``gamma=1/20``; the default criterion and deflation (``optimal``, ``projection``).
 On a ``LocalCluster`` of 2 worker processes of one thread each, for each chunk count: the
-dask fit of ``k`` bases and of one basis, the cost of a pick their difference over
-``k − 1`` (what the factor's set-up and the model cost is in both), and the bytes a pick
+selections of the dask fits of ``k`` bases and of one basis (``GreedyKFDA._select`` timed),
+the cost of a pick their difference over ``k − 1`` (the selection's set-up is in both), and the bytes a pick
 sends over the network and the driver's waits on the cluster, counted at the holder's rounds. The baseline is the in-memory
 factored fit's pick in the same run (``n_jobs=2``), measured the same way. Each fit is the
 median of ``--repeats`` runs. Prints a Markdown table.
@@ -35,11 +35,27 @@ def data(m):
 
 
 def median_fit_seconds(fit, repeats):
+    """The median over ``repeats`` runs of ``fit``'s selection time: ``GreedyKFDA._select``
+    timed (the selection's set-up and its picks, without the factor and the model, whose
+    costs on a shared machine would swamp a pick's)."""
+    from gkfda.estimator import GreedyKFDA
+
+    original = GreedyKFDA._select
     times = []
-    for _ in range(repeats):
+
+    def timed(self, *args, **kwargs):
         start = time.perf_counter()
-        fit()
-        times.append(time.perf_counter() - start)
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            times.append(time.perf_counter() - start)
+
+    GreedyKFDA._select = timed
+    try:
+        for _ in range(repeats):
+            fit()
+    finally:
+        GreedyKFDA._select = original
     return statistics.median(times)
 
 
@@ -91,6 +107,43 @@ def resident_bytes(field):
     raise RuntimeError(f"no {field} in /proc/self/status")
 
 
+def reset_peak():
+    with open("/proc/self/clear_refs", "w") as clear:
+        clear.write("5")  # resets VmHWM to the current VmRSS
+
+
+class peak_of_selection:
+    """Appends to ``out`` the driver's peak above its memory at the start of the fit's
+    selection (``GreedyKFDA._select``: the selection's set-up and picks)."""
+
+    def __init__(self, out):
+        self.out = out
+
+    def __enter__(self):
+        from gkfda.estimator import GreedyKFDA
+
+        self.original = original = GreedyKFDA._select
+        out = self.out
+
+        def measured(estimator, *args, **kwargs):
+            peak_before = resident_bytes("VmHWM")
+            reset_peak()
+            before = resident_bytes("VmRSS")
+            try:
+                return original(estimator, *args, **kwargs)
+            finally:
+                # The selection's own peak, and the fit's peak before it (which the reset
+                # cleared).
+                out.append((resident_bytes("VmHWM") - before, peak_before))
+
+        GreedyKFDA._select = measured
+
+    def __exit__(self, *exc):
+        from gkfda.estimator import GreedyKFDA
+
+        GreedyKFDA._select = self.original
+
+
 def driver_memory(args):
     """The driver's peak resident memory above its resident memory before the fit (its
     high-water mark reset just before), for fits at each m of ``--driver-memory``: ``X``
@@ -115,22 +168,27 @@ def driver_memory(args):
             y = ((X[:, 0] + X[:, 1] > 0) ^ flip).astype(np.int64).persist()
             distributed.wait([X, y])
             gkfda.GreedyKFDA(k=args.k, factor_rank=args.rank, gamma=1 / 20, random_state=0).fit(X[:4000], y[:4000])
-            with open("/proc/self/clear_refs", "w") as clear:
-                clear.write("5")  # resets VmHWM to the current VmRSS
+            reset_peak()
             before = resident_bytes("VmRSS")
             start = time.perf_counter()
-            gkfda.GreedyKFDA(k=args.k, factor_rank=args.rank, gamma=1 / 20, random_state=0).fit(X, y)
+            selection = []
+            with peak_of_selection(selection):
+                gkfda.GreedyKFDA(k=args.k, factor_rank=args.rank, gamma=1 / 20, random_state=0).fit(X, y)
             seconds = time.perf_counter() - start
-            rows.append((m, resident_bytes("VmHWM") - before, seconds))
+            selection_growth, peak_before = selection[0]
+            fit_growth = max(resident_bytes("VmHWM"), peak_before) - before
+            rows.append((m, fit_growth, selection_growth, seconds))
     finally:
         client.close()
         cluster.close()
     print(f"p = {args.rank}, k = {args.k}; 2 worker processes of 1 thread; the driver's peak above its "
           "memory before the fit\n")
-    print("| m | driver's peak growth, MiB | × the first m's | fit, s |")
-    print("|---|---|---|---|")
-    for m, growth, seconds in rows:
-        print(f"| {m:,} | {growth / 2**20:,.1f} | {growth / rows[0][1]:.2f} | {seconds:.1f} |")
+    print("| m | fit: driver's peak growth, MiB | × the first m's | selection: driver's peak growth, MiB "
+          "| × the first m's | fit, s |")
+    print("|---|---|---|---|---|---|")
+    for m, growth, selection, seconds in rows:
+        print(f"| {m:,} | {growth / 2**20:,.1f} | {growth / rows[0][1]:.2f} | {selection / 2**20:,.1f} "
+              f"| {selection / rows[0][2]:.2f} | {seconds:.1f} |")
 
 
 def main():

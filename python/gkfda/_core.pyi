@@ -16,22 +16,53 @@ PURSUIT_METHODS: Tuple[str, ...]
 """The built-in kernels' names: ``rbf``, ``linear``, ``poly``."""
 
 class FactorHolder(Protocol):
-    """A factor ``Φ`` (``m × p``) held elsewhere, as ``greedy_select(None, y, k,
-    factor=holder)`` reads ``ΦΦ'``. Every vector is in the selection's row order; arrays are
-    of ``dtype``. One-vs-rest selections side by side call it from several threads, one at
-    a time through the GIL."""
+    """The rows of a factor ``Φ`` (``m × p``) held elsewhere, chunk by chunk, with the
+    selection's per-row statistics beside them, as ``greedy_select(None, y, k,
+    factor=holder)`` reads them (``gkfda._dask.ChunkedFactorRows``): one call a round.
+    Indices and class codes are in the selection's row order; ``v`` and ``h`` are of
+    ``dtype``, everything else float64 or int64."""
 
     shape: Tuple[int, int]
     dtype: np.dtype
 
-    def multiply(self, rhs: npt.NDArray[np.floating]) -> npt.NDArray[np.floating]:
-        """``ΦΦ'x`` for each row ``x`` of ``rhs`` (``(r, m)`` → ``(r, m)``)."""
-    def rows(self, picks: npt.NDArray[np.int64]) -> npt.NDArray[np.floating]:
-        """Rows ``picks`` of ``ΦΦ'`` (``(len(picks), m)``)."""
-    def diagonal(self) -> npt.NDArray[np.floating]:
-        """``‖Φ_i‖²`` (``(m,)``)."""
-    def column_forms(self, weights: Optional[npt.NDArray[np.floating]]) -> npt.NDArray[np.floating]:
-        """``Φ_i (Φ' diag(weights) Φ) Φ_i'`` (``(m,)``; None: the identity)."""
+    def moments(self, classes: npt.NDArray[np.int64], class_weights: npt.NDArray[np.float64]
+                ) -> Tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """``(Φ'Φ, Φ'DΦ, Φ'1_c)`` of all rows: ``(p, p)``, ``(p, p)``, ``(C, p)``."""
+    def start(self, classes: npt.NDArray[np.int64], rank: npt.NDArray[np.int64], weighted: npt.NDArray[np.float64],
+              class_sums: npt.NDArray[np.float64], scatter_weights: npt.NDArray[np.float64], criterion: str,
+              tol: float) -> None:
+        """Each chunk's statistics of ``K_0`` (``rank``: the random order's ranks, or empty)."""
+    def advance(self, v: npt.NDArray[np.floating], h: npt.NDArray[np.floating], class_sums: npt.NDArray[np.float64],
+                weighted_norms: npt.NDArray[np.float64], blocked: npt.NDArray[np.int64], take: int
+                ) -> Tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.float64],
+                           npt.NDArray[np.float64]]:
+        """One round: the picks ``blocked`` out, the terms (rows of ``v``, ``h``,
+        ``class_sums``, ``weighted_norms``) applied, then the best ``take`` candidates of all
+        rows, best first, ties to the lowest index: ``(scores, indices, thresholds, rows)``."""
+
+class FactorRowStatistics:
+    """A chunk's rows' statistics of the selection in the factor's coordinates, on the worker
+    that holds the rows (pickles as arrays)."""
+
+    @staticmethod
+    def start(phi: npt.NDArray[np.floating], indices: npt.NDArray[np.int64], classes: npt.NDArray[np.int64],
+              rank: npt.NDArray[np.int64], weighted: npt.NDArray[np.float64], class_sums: npt.NDArray[np.float64],
+              scatter_weights: npt.NDArray[np.float64], criterion: str, tol: float, *, n_threads: int = 1
+              ) -> "FactorRowStatistics":
+        """The statistics of ``K_0`` for the chunk's rows ``phi`` (C-contiguous), the rows
+        ``indices`` of all."""
+    def advanced(self, phi: npt.NDArray[np.floating], v: npt.NDArray[np.floating], h: npt.NDArray[np.floating],
+                 class_sums: npt.NDArray[np.float64], weighted_norms: npt.NDArray[np.float64],
+                 blocked: npt.NDArray[np.int64], take: int, *, n_threads: int = 1) -> "FactorRowStatistics":
+        """New statistics after a round; their best ``take`` candidates kept."""
+    def candidates(self) -> Tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.float64],
+                                  npt.NDArray[np.float64]]:
+        """The last round's best candidates: ``(scores, indices, thresholds, rows)``."""
+
+def factor_moments(phi: npt.NDArray[np.floating], classes: npt.NDArray[np.int64],
+                   class_weights: npt.NDArray[np.float64], *, n_threads: int = 1
+                   ) -> Tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """A chunk's share of ``(Φ'Φ, Φ'DΦ, Φ'1_c)``, class ``c`` weighing ``class_weights[c]``."""
 
 def kernel_matrix(
     x: npt.NDArray[np.floating],
@@ -93,20 +124,6 @@ def nystroem_rows(
     """The rows of the Nyström factor of the rows of ``x`` given the pool's ``points`` and
     their ``whitening`` (all of one dtype): the rows ``nystroem_factor`` gives them, bit for bit.
     Ctrl-C stops it."""
-
-def factor_block(
-    operation: str,
-    factor: npt.NDArray[np.floating],
-    operand: Optional[npt.NDArray[np.floating]] = None,
-    *,
-    n_threads: int = 1,
-) -> npt.NDArray[np.floating]:
-    """One chunk's part of an operation of the factored kernel operator, on the chunk's rows
-    ``factor`` (``Φ_c``, C-contiguous), with the in-memory operator's own arithmetic:
-    ``"transpose_times"`` (``Φ_c'X_c``: ``operand`` ``(r, m_c)`` → ``(r, p)``), ``"times"``
-    (``Φ_c Y``: ``(r, p)`` → ``(r, m_c)``), ``"weighted_gram"`` (``Φ_c'W_cΦ_c``: the ``(m_c,)``
-    weights or None → ``(p, p)``), ``"forms_with"`` (``Φ_{c,i} G Φ_{c,i}'``: ``G`` → ``(m_c,)``)
-    or ``"row_norms"`` (``‖Φ_{c,i}‖²`` → ``(m_c,)``). The operand has the factor's dtype."""
 
 def pursuit_select(
     method: str,

@@ -3,13 +3,14 @@
 //! or one-vs-rest selections that share their passes.
 
 use super::common::{class_codes, kernel_or_factor, order_of, reporting};
-use super::factor::{holder_dtype, is_factor_holder, PyFactorSource};
-use crate::operator::{ExternalFactor, KernelOperator};
+use super::factor::{holder_dtype, is_factor_holder};
+use super::rows::select_over_holder;
+use crate::operator::KernelOperator;
 use crate::real::Real;
 use crate::selection;
 use crate::GreedyParams;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
-use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
 /// A selection's indices, whether it stopped early, and its passes over the kernel.
@@ -78,8 +79,8 @@ fn select_any<'py>(
     let (array, factored) = kernel_or_factor(kernel, factor)?;
     if factored && is_factor_holder(array) {
         return match holder_dtype(array)?.as_str() {
-            "float64" => select_external::<f64>(py, array, problems, progress),
-            "float32" => select_external::<f32>(py, array, problems, progress),
+            "float64" => select_over_holder::<f64>(py, array, problems, progress),
+            "float32" => select_over_holder::<f32>(py, array, problems, progress),
             other => Err(PyTypeError::new_err(format!(
                 "factor: its dtype must be float32 or float64, got {other}"
             ))),
@@ -95,49 +96,6 @@ fn select_any<'py>(
     Err(PyTypeError::new_err(format!(
         "{argument}: must be a 2-D float32 or float64 NumPy array"
     )))
-}
-
-/// The selections of `problems` over the kernel `ΦΦ'` of a factor held elsewhere: the
-/// Python object `holder`, called from the selection's thread. A holder of the rows with
-/// their statistics (one that can `advance`, [`super::rows::PyFactorRows`]) runs the
-/// selection in the factor's coordinates, one round a stage; a holder of products alone
-/// ([`PyFactorSource`]) keeps the terms form.
-fn select_external<'py, F: Real + numpy::Element>(
-    py: Python<'py>,
-    holder: &Bound<'py, PyAny>,
-    problems: &Problems<'_>,
-    report: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Selections<'py>> {
-    if holder.hasattr("advance")? {
-        return super::rows::select_over_holder::<F>(py, holder, problems, report);
-    }
-    let source = PyFactorSource::<F>::of(holder)?;
-    let selections = reporting(py, report, |stop, progress| {
-        let external = ExternalFactor::new(&source, stop);
-        let operator = external.operator();
-        let outcome = match problems {
-            Problems::Classes(classes, params) => {
-                selection::select_classes_with_progress(operator, classes, params, stop, progress)
-                    .map(|s| vec![s])
-            }
-            Problems::TwoClass(problems) => {
-                selection::select_many_with_progress(operator, problems, stop, progress)
-            }
-        };
-        external.outcome(outcome)
-    });
-    // The holder's own exception (a worker's error, a timeout) rather than its summary;
-    // a signal's exception (Ctrl-C) comes first, from `interruptible`.
-    let selections = match (selections, source.take_raised()) {
-        (Err(error), Some(raised)) if error.is_instance_of::<PyRuntimeError>(py) => {
-            return Err(raised)
-        }
-        (outcome, _) => outcome?,
-    };
-    Ok(selections
-        .into_iter()
-        .map(|selection| selection_tuple(py, selection))
-        .collect())
 }
 
 /// One selection function of `_core`: `greedy_select` and `greedy_select_many` take the
