@@ -332,7 +332,7 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
         splits = self._check_splits(X, y, groups)
         max_k = self._k_ceiling(splits)
         if self.solver == "factored" and self.kernel != "linear":
-            factor_rank_for(self.factor_rank, max_k, "max_k")  # each fold fits max_k bases on the factor
+            factor_rank_for(self.factor_rank, max_k, len(X), "max_k")  # each fold fits max_k bases on the factor
         base = self._base_estimator()
         scorer = None if self.scoring in _PATH_SCORINGS else check_scoring(base, self.scoring)
 
