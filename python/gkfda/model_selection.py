@@ -100,7 +100,8 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
         Passed to every :class:`~gkfda.GreedyKFDA` fit; see there.
     solver, factor_rank, factor_pool
         Passed to every :class:`~gkfda.GreedyKFDA` fit, of the folds and the refit: each
-        resolves ``solver="auto"`` for its own number of samples (docs/scale.md).
+        resolves ``solver="auto"`` and ``factor_rank="auto"`` for its own number of samples
+        (docs/scale.md).
     verbose : bool or int, default=False
         Passed to every :class:`~gkfda.GreedyKFDA` fit: progress bars on stderr of each
         fit's factor and selection.
