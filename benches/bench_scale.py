@@ -3,7 +3,7 @@
     python benches/bench_scale.py                          # m = 20,000, 100,000, 1,000,000
     python benches/bench_scale.py --sizes 20000 --pools rpcholesky greedy uniform
     python benches/bench_scale.py --kernel linear --sizes 1000000
-    python benches/bench_scale.py --sizes 20000 --rank-sweep 500 1000 2000 4000
+    python benches/bench_scale.py --sizes 20000 --rank-sweep 250 500 750 1000 2000 4000
 
 Data: ``make_classification(n_samples=m + 20000, n_features=20, n_informative=12,
 n_clusters_per_class=16, class_sep=1.5, flip_y=0.02, random_state=5)``, standardised by the

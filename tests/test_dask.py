@@ -150,15 +150,21 @@ def test_float32(client):
     assert_same_fit(reference, model, X, atol=1e-4)
 
 
-def test_the_factor_rank_follows_the_in_memory_rule(client):
+def test_the_factor_rank_follows_the_in_memory_rule(client, monkeypatch):
     # A factor of rank p holds at most p bases: a given rank below k is refused, as in
-    # memory, and the default rises to k (checked through the in-memory fit it must equal).
+    # memory, and the default, "auto", resolves as in memory (checked through the in-memory
+    # fit it must equal).
     X, y = data(seed=5)
     with pytest.raises(ValueError, match="factor_rank: 10 is smaller than k=20"):
         gkfda.GreedyKFDA(k=20, factor_rank=10).fit(*chunked(X, y, 80))
     params = dict(k=20, gamma=0.7, random_state=1, solver="factored")
     reference = gkfda.GreedyKFDA(**params).fit(X, y)
     assert_same_fit(reference, gkfda.GreedyKFDA(**params).fit(*chunked(X, y, 80)), X)
+    # With the floor lowered below m, "auto" is 2k = 40 on both paths: the fit of rank 40.
+    monkeypatch.setattr(gkfda._factor, "AUTO_RANK_MIN", 10)
+    given = gkfda.GreedyKFDA(factor_rank=40, **params).fit(X, y)
+    assert not np.array_equal(given.support_, reference.support_)
+    assert_same_fit(given, gkfda.GreedyKFDA(**params).fit(*chunked(X, y, 80)), X)
 
 
 def test_the_model_is_an_ordinary_in_memory_model(client):

@@ -453,26 +453,102 @@ def test_an_explicit_factor_rank_below_k_is_refused():
     assert GreedyKFDA(k=20, gamma=0.5, solver="factored", factor_rank=20, random_state=0).fit(X, y).k_ == 20
 
 
-def test_the_default_factor_rank_rises_to_k(monkeypatch):
-    # solver="auto" past 20,000 samples takes a factor of the default rank, 1000: shown here
-    # with a default of 40, so that k=60 is above it. The rank is raised to k, so every
-    # basis asked for can be chosen.
-    from gkfda import _factor, _training
+def test_factor_rank_defaults_to_auto_everywhere():
+    from gkfda import GreedyKFDACV, GreedyNystroem, KernelMatchingPursuit, SparseKernelPCA
+
+    for cls in (GreedyKFDA, GreedyKFDACV, KernelMatchingPursuit, SparseKernelPCA, GreedyNystroem):
+        assert cls().get_params()["factor_rank"] == "auto", cls.__name__
+
+
+@pytest.mark.parametrize("m, k, largest, rank", [
+    (20_000, 200, None, 1000),   # the floor
+    (20_000, 800, None, 1600),   # 2k above the floor
+    (600, 200, None, 600),       # at most m
+    (150, 200, None, 150),       # m below k: every point
+    (20_000, 200, 700, 700),     # lowered to what fits in memory
+    (20_000, 200, 120, 200),     # but never below k (the memory check then refuses it)
+])
+def test_auto_factor_rank_resolves_from_k_m_and_memory(m, k, largest, rank):
+    assert _training.factor_rank_for("auto", k, m, largest=largest) == rank
+
+
+def test_an_int_factor_rank_is_taken_as_given():
+    assert _training.factor_rank_for(1500, 200, 20_000) == 1500
+    assert _training.factor_rank_for(200, 200, 20_000) == 200
+    assert _training.factor_rank_for(np.int64(300), 200, 20_000, largest=10) == 300  # no memory cap
+    # 1000 is no longer special: below k it is refused as any other rank.
+    with pytest.raises(ValueError, match=r"^factor_rank: 1000 is smaller than k=1500;.*factor_rank='auto'"):
+        _training.factor_rank_for(1000, 1500, 20_000)
+
+
+@pytest.mark.parametrize("bad", ["big", "Auto", "", 0, -3, 2.5, True, None])
+def test_bad_factor_ranks_are_refused_naming_it(bad):
+    from gkfda import GreedyKFDACV, GreedyNystroem, KernelMatchingPursuit, SparseKernelPCA
+
+    X, y = problem(m=60)
+    for model, args in ((GreedyKFDA(k=5), (X, y)), (GreedyKFDACV(max_k=5, cv=2, gammas=[0.5]), (X, y)),
+                        (KernelMatchingPursuit(k=5), (X, X[:, 0])), (SparseKernelPCA(n_components=5), (X,)),
+                        (GreedyNystroem(n_components=5), (X, y))):
+        with pytest.raises(ValueError, match="'factor_rank' parameter of " + type(model).__name__):
+            model.set_params(solver="factored", factor_rank=bad).fit(*args)
+
+
+def factor_widths(monkeypatch):
+    """The ranks of the factors made from now on (spied on ``_training.training_factor``)."""
+    widths = []
+    original = _training.training_factor
+
+    def spy(X, dtype, p, *args, **kwargs):
+        widths.append(p)
+        return original(X, dtype, p, *args, **kwargs)
+
+    monkeypatch.setattr(_training, "training_factor", spy)
+    return widths
+
+
+def test_auto_factor_rank_is_capped_by_the_memory_check(monkeypatch):
+    # Memory for a factor of rank 150 and not 151: "auto" (else 1000, here m = 900) takes 150,
+    # and the fit equals the one given factor_rank=150.
+    X, y = problem(m=900, d=4, seed=3)
+    m, k = len(X), 10
+    working = _validation.fit_working_bytes(m, k, 1, np.float64)
+    room = working + _validation.factor_bytes(m, 150, 8, 1)
+    assert _validation.factor_bytes(m, 151, 8, 1) + working > room
+    monkeypatch.setattr(_validation, "available_memory", lambda: room)
+    widths = factor_widths(monkeypatch)
+    params = dict(k=k, gamma=0.5, solver="factored", n_jobs=1, random_state=0)
+    auto = GreedyKFDA(**params).fit(X, y)
+    given = GreedyKFDA(factor_rank=150, **params).fit(X, y)
+    assert widths == [150, 150]
+    np.testing.assert_array_equal(auto.support_, given.support_)
+    np.testing.assert_array_equal(auto.decision_function(X), given.decision_function(X))
+    # Less memory than a factor of rank k needs: refused, naming factor_rank.
+    monkeypatch.setattr(_validation, "available_memory", lambda: working + _validation.factor_bytes(m, k - 1, 8, 1))
+    with pytest.raises(MemoryError, match=rf"^factor_rank: a factored fit of {m} samples with factor_rank={k} "):
+        GreedyKFDA(**params).fit(X, y)
+
+
+def test_auto_factor_rank_is_never_below_twice_k(monkeypatch):
+    # Past 20,000 samples solver="auto" is factored with factor_rank="auto": shown at m = 400
+    # (the dense limit lowered to 100) with k = 60, where the rank is min(max(2k, 1000), m)
+    # = 400, and with the floor lowered to 40, where it is 2k = 120. The pursuits resolve it
+    # the same way.
+    from gkfda import _factor, KernelMatchingPursuit
 
     monkeypatch.setattr(_factor, "AUTO_DENSE_MAX_SAMPLES", 100)
-    monkeypatch.setattr(_training, "DEFAULT_FACTOR_RANK", 40)
     X, y = problem(m=400)
-    widths = []
-    original = _training.factor_width
-    monkeypatch.setattr(_training, "factor_width", lambda *args: widths.append(original(*args)) or widths[-1])
+    widths = factor_widths(monkeypatch)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        model = GreedyKFDA(k=60, gamma=0.5, factor_rank=40, random_state=0).fit(X, y)
-    assert model.solver_ == "factored" and model.k_ == 60 and widths == [60]
-    # The raised rank is in the memory check.
-    monkeypatch.setattr(_validation, "available_memory", lambda: 400 * 60 * 8)
-    with pytest.raises(MemoryError, match=r"^factor_rank: a factored fit of 400 samples with factor_rank=60"):
-        GreedyKFDA(k=60, gamma=0.5, factor_rank=40, random_state=0).fit(X, y)
+        model = GreedyKFDA(k=60, gamma=0.5, random_state=0).fit(X, y)
+        monkeypatch.setattr(_factor, "AUTO_RANK_MIN", 40)
+        floored = GreedyKFDA(k=60, gamma=0.5, random_state=0).fit(X, y)
+        given = GreedyKFDA(k=60, gamma=0.5, factor_rank=120, random_state=0).fit(X, y)
+        pursuit = KernelMatchingPursuit(k=60, gamma=0.5, random_state=0).fit(X, X[:, 0])
+    assert model.solver_ == floored.solver_ == pursuit.solver_ == "factored"
+    assert model.k_ == floored.k_ == 60
+    assert widths == [400, 120, 120, 120]
+    np.testing.assert_array_equal(floored.support_, given.support_)
 
 
 def test_a_factor_too_small_for_its_selection_says_so():

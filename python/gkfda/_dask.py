@@ -501,13 +501,14 @@ def _chunked_factor(chunks, ordered, by_class, name, params, estimator, k, dtype
     """The factor of the training rows ordered by class, held by the workers: ``X`` itself
     for ``linear``, else the Nyström factor of the pool ``_factor.pool`` draws, as
     ``_factor.training_factor`` makes it in memory, of a rank from which ``k`` bases can be
-    chosen (``_training.factor_rank_for``). Shown as the phases ``pool`` (its pivots) and
+    chosen (``_training.factor_rank_for``; ``"auto"`` without the memory cap of an in-memory
+    fit, the factor being the workers', not the driver's). Shown as the phases ``pool`` (its pivots) and
     ``factor`` (the pool's ``W``, then the rows of ``Φ`` as the chunks finish them)."""
     m = len(by_class)
     if name == "linear":
         phi_parts, p = chunks.parts, estimator.n_features_in_
     else:
-        p = factor_width(name, estimator.n_features_in_, m, factor_rank_for(estimator.factor_rank, k))
+        p = factor_width(name, estimator.n_features_in_, m, factor_rank_for(estimator.factor_rank, k, m))
         indices = pool(ordered, p, estimator.factor_pool, params, rng, threads, chunks.progress)
         with chunks.progress.phase("factor", total=m, unit="row"):
             points = ordered[indices]

@@ -14,15 +14,25 @@ by one of ``POOLS``:
 from __future__ import annotations
 
 import numpy as np
+from sklearn.utils._param_validation import StrOptions
 
 from . import _core
-from ._kernels import kernel_overflow_message
+from ._kernels import _count, kernel_overflow_message
 from ._progress import SILENT
 
 SOLVERS = ("auto", "dense", "factored")
 POOLS = ("rpcholesky", "greedy", "uniform")
-#: ``factor_rank``'s default: the rank of the Nyström factor of a factored fit.
-DEFAULT_FACTOR_RANK = 1000
+#: ``factor_rank``'s default: the rank of the Nyström factor chosen for each fit from its ``k``
+#: (:func:`auto_factor_rank`).
+DEFAULT_FACTOR_RANK = "auto"
+#: ``factor_rank``'s rule, the same for every estimator that takes it: ``"auto"`` or a count.
+FACTOR_RANK_CONSTRAINT = [StrOptions({"auto"}), _count()]
+# factor_rank="auto": at least `AUTO_RANK_PER_BASIS` columns of Φ a basis and at least
+# `AUTO_RANK_MIN` in all: in the rank sweep at m = 20,000, k = 200 (docs/scale.md,
+# "Measured"), p = 1,000 is the knee, at about the dense fit's time; doubling it gains less
+# than a point for 3× the time.
+AUTO_RANK_PER_BASIS = 2
+AUTO_RANK_MIN = 1000
 #: ``solver="auto"`` is dense up to this many samples (docs/scale.md).
 AUTO_DENSE_MAX_SAMPLES = 20_000
 # The subsample the pivoted pools are chosen from: `SUBSAMPLE_PER_PIVOT` points a pivot, at
@@ -47,6 +57,17 @@ def resolved_solver(solver, core_name, kernel_name, m, dense_fits) -> str:
     if m > AUTO_DENSE_MAX_SAMPLES:
         return "factored"
     return "dense" if dense_fits() else "factored"
+
+
+def auto_factor_rank(k, m, largest=None) -> int:
+    """``factor_rank="auto"`` for ``k`` bases among ``m`` samples: ``max(2k, 1000)``, at most
+    ``m``, lowered to ``largest`` (the largest rank that fits in memory) but never below
+    ``k``: a factor of rank ``p`` holds at most ``p`` bases, and a fit that cannot hold a
+    factor of rank ``k`` is refused by the memory check that found ``largest``."""
+    rank = min(max(AUTO_RANK_PER_BASIS * int(k), AUTO_RANK_MIN), int(m))
+    if largest is not None:
+        rank = min(rank, int(largest))
+    return max(rank, min(int(k), int(m)))
 
 
 def factor_width(core_name, n_features, m, factor_rank) -> int:

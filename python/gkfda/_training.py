@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._factor import DEFAULT_FACTOR_RANK, check_kernel_range, factor_width, resolved_solver, training_factor
+from ._factor import auto_factor_rank, check_kernel_range, factor_width, resolved_solver, training_factor
 from ._factor import diagonal as factor_diagonal
 from ._progress import SILENT, FitProgress
 from ._kernels import (
@@ -31,7 +31,14 @@ from ._kernels import (
     resolve_gamma,
 )
 from . import _validation
-from ._validation import check_factored_fit_fits, check_fit_fits, encoded_classes, fit_working_bytes, thread_count
+from ._validation import (
+    check_factored_fit_fits,
+    check_fit_fits,
+    encoded_classes,
+    fit_working_bytes,
+    largest_factor_rank,
+    thread_count,
+)
 
 
 def solver_for(solver, kernel, core_name, m, k, selections, dtype) -> str:
@@ -84,17 +91,19 @@ def short_selection_message(chosen, wanted, features=None, factor_rank=None) -> 
     return message + ". Use a larger gamma or fewer bases."
 
 
-def factor_rank_for(factor_rank, k, k_name="k") -> int:
-    """The rank of a factor from which ``k`` bases can be chosen: a factor of rank ``p``
-    holds at most ``p``. The default rank rises to ``k``; a smaller rank given is refused."""
+def factor_rank_for(factor_rank, k, m, k_name="k", largest=None) -> int:
+    """The rank of a factor from which ``k`` bases can be chosen among ``m`` samples (a
+    factor of rank ``p`` holds at most ``p``): ``"auto"`` is :func:`_factor.auto_factor_rank`
+    (``largest``: the largest rank that fits in memory, None when the caller does not hold
+    the factor); a rank given is used as given, and refused below ``k``."""
+    if isinstance(factor_rank, str):  # "auto", the only string the parameter's constraints take
+        return auto_factor_rank(k, m, largest)
     factor_rank = int(factor_rank)
     if factor_rank >= k:
         return factor_rank
-    if factor_rank == DEFAULT_FACTOR_RANK:
-        return int(k)
     raise ValueError(
         f"factor_rank: {factor_rank} is smaller than {k_name}={k}; a factor of rank p holds at most p bases: "
-        f"use factor_rank >= {k} (or leave it at its default, which rises to {k_name})"
+        f"use factor_rank >= {k} (or factor_rank='auto', which chooses one)"
     )
 
 
@@ -103,13 +112,17 @@ def checked_training_factor(X, core_name, params, dtype, threads, k, selections,
     """``Φ`` (in ``dtype``) with ``ΦΦ'`` the training kernel of the rows ``X``, made once the
     kernel is known not to overflow ``dtype`` and the factor and the working memory of ``k``
     picks for each of ``selections`` problems are known to fit; a refusal names
-    ``factor_rank``, which is raised to ``k`` by :func:`factor_rank_for` (``k_name`` names
-    ``k`` in its refusal). ``progress`` shows the pool's choice and the factor's blocks."""
+    ``factor_rank``, resolved by :func:`factor_rank_for` (``"auto"`` within the memory
+    available; ``k_name`` names ``k`` in a refusal). ``progress`` shows the pool's choice and
+    the factor's blocks."""
     X = _convert(X, dtype, "X")
     check_kernel_range(X, core_name, params, dtype)
     m = len(X)
     if core_name != "linear":  # Φ = X: its rank is the features', whatever factor_rank says
-        factor_rank = factor_rank_for(factor_rank, k, k_name)
+        largest = None
+        if isinstance(factor_rank, str):
+            largest = largest_factor_rank(m, k, selections, dtype, threads, auto_factor_rank(k, m))
+        factor_rank = factor_rank_for(factor_rank, k, m, k_name, largest)
     p = factor_width(core_name, X.shape[1], m, factor_rank)
     check_factored_fit_fits(m, p, k, selections, dtype, threads)
     return training_factor(X, X.dtype, p, pool, {**params, "kernel": core_name}, rng, threads, progress)

@@ -176,6 +176,21 @@ def check_factored_fit_fits(m: int, p: int, k: int, selections: int, dtype, thre
         )
 
 
+def largest_factor_rank(m: int, k: int, selections: int, dtype, threads: int, ceiling: int) -> int:
+    """The largest rank ``p ≤ ceiling`` whose factored fit passes
+    :func:`check_factored_fit_fits` in the memory available now, 0 if none does."""
+    itemsize = np.dtype(dtype).itemsize
+    room = available_memory() - fit_working_bytes(m, k, selections, dtype)
+    low, high = 0, int(ceiling)
+    while low < high:  # factor_bytes grows with p: the last p that fits, by bisection
+        middle = (low + high + 1) // 2
+        if factor_bytes(m, middle, itemsize, threads) <= room:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
 def check_precomputed_kernel(K: np.ndarray, argument: str = "X", n_threads: int = 1) -> None:
     """Square, finite, symmetric, and the O(m²) necessary conditions of PSD, in one pass of
     the core over ``K`` (``_core.kernel_checks``) on ``n_threads`` threads."""

@@ -31,7 +31,7 @@ from ._kernels import (
     validate_input,
 )
 from ._dask import is_dask_input, prepare_dask_training
-from ._factor import DEFAULT_FACTOR_RANK, POOLS, SOLVERS
+from ._factor import DEFAULT_FACTOR_RANK, FACTOR_RANK_CONSTRAINT, POOLS, SOLVERS
 from ._training import more_than_samples_message, prepare_training, short_selection_message
 from ._discriminant import fit_discriminant, one_blas_thread
 from ._sparsity_path import SparsityPath
@@ -142,11 +142,13 @@ class GreedyKFDA(
         ``auto`` is ``dense`` up to 20,000 samples when the dense kernel fits in memory,
         ``factored`` beyond (docs/scale.md). Named kernels only: a precomputed or callable
         kernel is always dense.
-    factor_rank : int, default=1000
+    factor_rank : "auto" or int, default="auto"
         ``p``, the rank of the Nyström factor of ``rbf`` and ``poly`` kernels (at most
-        ``n_samples``): the number of pool points whose kernel columns span ``Φ``. A factor
-        of rank ``p`` holds at most ``p`` bases: the default rises to ``k`` when ``k`` is
-        larger, and any other ``factor_rank`` below ``k`` is a ValueError.
+        ``n_samples``): the number of pool points whose kernel columns span ``Φ``.
+        ``"auto"`` is ``max(2k, 1000)``, lowered to the largest rank whose factor fits in
+        the memory available (the memory check of the fit) but never below ``k``
+        (docs/scale.md, "Measured", has the accuracy and time along the rank). A factor of
+        rank ``p`` holds at most ``p`` bases: an int below ``k`` is a ValueError.
     factor_pool : {"rpcholesky", "greedy", "uniform"}, default="rpcholesky"
         How the factor's pool is chosen, on a uniform subsample of ``8 · factor_rank``
         points (at least 10,000): randomly pivoted Cholesky (pivots drawn in proportion to
@@ -225,7 +227,7 @@ class GreedyKFDA(
         "n_jobs": [_Number(Integral, -_LARGEST_THREADS, -1, closed="both"), _count(1, _LARGEST_THREADS), None],
         "random_state": ["random_state"],
         "solver": [StrOptions(set(SOLVERS))],
-        "factor_rank": [_count()],
+        "factor_rank": FACTOR_RANK_CONSTRAINT,
         "factor_pool": [StrOptions(set(POOLS))],
         "verbose": ["verbose"],
     }

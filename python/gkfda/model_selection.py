@@ -100,7 +100,8 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
         Passed to every :class:`~gkfda.GreedyKFDA` fit; see there.
     solver, factor_rank, factor_pool
         Passed to every :class:`~gkfda.GreedyKFDA` fit, of the folds and the refit: each
-        resolves ``solver="auto"`` for its own number of samples (docs/scale.md).
+        resolves ``solver="auto"`` and ``factor_rank="auto"`` for its own number of samples
+        (docs/scale.md).
     verbose : bool or int, default=False
         Passed to every :class:`~gkfda.GreedyKFDA` fit: progress bars on stderr of each
         fit's factor and selection.
@@ -332,7 +333,7 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
         splits = self._check_splits(X, y, groups)
         max_k = self._k_ceiling(splits)
         if self.solver == "factored" and self.kernel != "linear":
-            factor_rank_for(self.factor_rank, max_k, "max_k")  # each fold fits max_k bases on the factor
+            factor_rank_for(self.factor_rank, max_k, len(X), "max_k")  # each fold fits max_k bases on the factor
         base = self._base_estimator()
         scorer = None if self.scoring in _PATH_SCORINGS else check_scoring(base, self.scoring)
 

@@ -29,7 +29,7 @@ from .._kernels import (
     precomputed_columns,
     resolve_gamma,
 )
-from .._factor import POOLS, SOLVERS
+from .._factor import FACTOR_RANK_CONSTRAINT, POOLS, SOLVERS
 from .._training import (
     checked_training_factor,
     dense_training_kernel,
@@ -153,7 +153,7 @@ class _KernelPursuit(BaseEstimator):
     # GreedyKFDA's: the same names, values and defaults.
     _solver_constraints: dict = {
         "solver": [StrOptions(set(SOLVERS))],
-        "factor_rank": [_count()],
+        "factor_rank": FACTOR_RANK_CONSTRAINT,
         "factor_pool": [StrOptions(set(POOLS))],
         "random_state": ["random_state"],
     }

@@ -71,10 +71,10 @@ class KernelMatchingPursuit(RegressorMixin, _KernelPursuit):
         memory, ``factored`` beyond (docs/scale.md). ``rbf``, ``linear`` and ``poly``
         (integral degree) only: other kernels, precomputed and callable ones, are always
         dense, and ``factored`` with them is a ValueError.
-    factor_rank : int, default=1000
+    factor_rank : "auto" or int, default="auto"
         ``p``, the rank of the Nyström factor of ``rbf`` and ``poly`` kernels (at most
-        ``n_samples``): the default rises to the number of bases asked
-        for when it is larger, any other value below it is a ValueError.
+        ``n_samples``): ``"auto"`` chooses it from the number of bases asked for, as
+        :class:`GreedyKFDA`'s; an int below that number is a ValueError.
     factor_pool : {"rpcholesky", "greedy", "uniform"}, default="rpcholesky"
         How the factor's pool of ``factor_rank`` points is chosen, as :class:`GreedyKFDA`'s.
     random_state : int, RandomState instance or None, default=None
