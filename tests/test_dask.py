@@ -326,3 +326,17 @@ def test_a_worker_killed_mid_fit_is_a_clear_error_or_a_correct_fit(client, monke
     finally:
         client.wait_for_workers(2, timeout=60)  # the nanny restarts the worker for the next tests
     assert len(calls) >= 6
+
+
+def test_the_best_candidates_of_the_chunks_skip_a_chunk_with_none():
+    """A chunk whose rows are all chosen or explained gives no candidate (and a rows array of
+    no columns); the others' best are taken, ties to the lowest index."""
+    p = 3
+    full = (np.array([2.0, 1.0]), np.array([7, 3]), np.array([0.1, 0.2]), np.arange(6.0).reshape(2, p))
+    empty = (np.empty(0), np.empty(0, dtype=np.int64), np.empty(0), np.empty((0, 0)))
+    tied = (np.array([2.0]), np.array([5]), np.array([0.3]), np.full((1, p), 9.0))
+    scores, indices, thresholds, rows = _dask._best_candidates([full, empty, tied], 2, p)
+    assert indices.tolist() == [5, 7] and scores.tolist() == [2.0, 2.0]
+    assert thresholds.tolist() == [0.3, 0.1] and rows.shape == (2, p)
+    scores, indices, _, rows = _dask._best_candidates([empty, empty], 1, p)
+    assert len(indices) == 0 and rows.shape == (0, p)

@@ -360,9 +360,19 @@ class ChunkedFactorRows:
         found = [client.submit(_row_candidates, statistics, pure=False) for statistics in advanced]
         results = self._round(found, "a pick")
         self.statistics = advanced
-        scores, indices, thresholds, rows = (np.concatenate(part) for part in zip(*results))
-        best = np.lexsort((indices, -scores))[:take]
-        return scores[best], indices[best], thresholds[best], np.ascontiguousarray(rows[best])
+        return _best_candidates(results, take, self.shape[1])
+
+
+def _best_candidates(parts, take, p):
+    """The best ``take`` of the chunks' candidates ``parts`` (each ``(scores, indices,
+    thresholds, rows)``, best first), best first, ties to the lowest index. A chunk with no
+    admissible row left gives none (its rows array then has no columns either)."""
+    parts = [part for part in parts if len(part[1])]
+    if not parts:
+        return np.empty(0), np.empty(0, dtype=np.int64), np.empty(0), np.empty((0, p))
+    scores, indices, thresholds, rows = (np.concatenate(column) for column in zip(*parts))
+    best = np.lexsort((indices, -scores))[:take]
+    return scores[best], indices[best], thresholds[best], np.ascontiguousarray(rows[best])
 
 
 # -- the fit ----------------------------------------------------------------------------------
