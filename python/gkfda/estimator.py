@@ -51,7 +51,7 @@ DEFAULT_K_PER_CLASS = 25
 DEFAULT_K_PER_PROBLEM = 50
 
 # The core's kernel expansion runs inputs of at most this many rows on the calling thread
-# (`src/python/mod.rs`): a thread pool costs more than their work.
+# (`ONE_THREAD_ROWS` in src/tuning.rs): a thread pool costs more than their work.
 _ONE_THREAD_ROWS = 64
 
 
