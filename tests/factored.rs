@@ -15,7 +15,7 @@
 
 mod common;
 
-use common::uniform_stream;
+use common::{uniform_stream, ExplicitKernel};
 use gkfda::operator::{
     factor_forms_with, factor_row_norms, factor_times, factor_transpose_times,
     factor_weighted_gram, ExternalFactor, FactorSource, KernelOperator,
@@ -1007,8 +1007,7 @@ fn ties_within(
 }
 
 /// The criterion's score (higher is better) of every column of `kernel` deflated
-/// explicitly by `prefix`, in order (the equations of docs/architecture.md, as
-/// `tests/common`'s oracle deflates).
+/// explicitly by `prefix`, in order (`tests/common`'s oracle).
 fn explicit_scores(
     kernel: &Array2<f64>,
     codes: &[u32],
@@ -1016,66 +1015,12 @@ fn explicit_scores(
     deflation: Deflation,
     prefix: &[usize],
 ) -> Vec<f64> {
-    let m = kernel.nrows();
-    let n_classes = codes.iter().max().map_or(0, |&c| c as usize + 1);
-    let mut sizes = vec![0.0f64; n_classes];
-    codes.iter().for_each(|&c| sizes[c as usize] += 1.0);
-    let harmonic = n_classes as f64 / sizes.iter().map(|size| 1.0 / size).sum::<f64>();
-    let class_weight: Vec<f64> = sizes.iter().map(|size| harmonic / size).collect();
-    let mut kt = kernel.clone();
-    let mut directions: Vec<ndarray::Array1<f64>> = Vec::new();
+    let mut oracle = ExplicitKernel::new(kernel, codes);
     for &i in prefix {
-        let column = kt.column(i).to_owned();
-        let mut x = &column / column.dot(&column).sqrt();
-        if matches!(
-            deflation,
-            Deflation::OrthoHotelling | Deflation::OrthoProjection | Deflation::OrthoSchur
-        ) {
-            for q in &directions {
-                x = &x - &(q * q.dot(&x));
-            }
-            x = &x / x.dot(&x).sqrt();
-            directions.push(x.clone());
-        }
-        let (ktx, kttx) = (kt.dot(&x), kt.t().dot(&x));
-        let lambda = x.dot(&ktx);
-        let outer = |u: &ndarray::Array1<f64>, v: &ndarray::Array1<f64>| {
-            Array2::from_shape_fn((m, m), |(r, c)| u[r] * v[c])
-        };
-        use Deflation::*;
-        match deflation {
-            None => {}
-            Hotelling | OrthoHotelling => kt = &kt - &(outer(&x, &x) * lambda),
-            Projection | OrthoProjection => kt = &kt - &outer(&x, &kttx),
-            Schur | OrthoSchur if lambda > 0.0 => kt = &kt - &(outer(&ktx, &kttx) / lambda),
-            Schur | OrthoSchur => {}
-        }
+        oracle.deflate(i, deflation, f64::DEFAULT_TOL);
     }
-    (0..m)
-        .map(|i| {
-            let column = kt.column(i);
-            let mut sums = vec![0.0f64; n_classes];
-            (0..m).for_each(|j| sums[codes[j] as usize] += column[j]);
-            let d: f64 = (0..m)
-                .map(|j| class_weight[codes[j] as usize] * column[j] * column[j])
-                .sum();
-            let mut numerator = 0.0;
-            for c in 0..n_classes {
-                for other in c + 1..n_classes {
-                    numerator += (sums[c] - sums[other]).powi(2);
-                }
-            }
-            let scatter: f64 = (0..n_classes)
-                .map(|c| class_weight[c] / sizes[c] * sums[c] * sums[c])
-                .sum();
-            match criterion {
-                Criterion::Optimal => numerator / (d - scatter),
-                Criterion::Pseudo => numerator,
-                Criterion::Reverse => -(numerator / (d - scatter)),
-                Criterion::ReversePseudo => -numerator,
-                Criterion::Random => f64::NAN,
-            }
-        })
+    (0..kernel.nrows())
+        .map(|i| oracle.score(i, criterion))
         .collect()
 }
 

@@ -80,29 +80,44 @@ where
     }
 }
 
-/// Explicit deflation, straight from the equations: the oracle of the implicit engine.
-/// For `C` classes of sizes `m_c`, `D_j = w_c = H/m_c` on class `c` (`H` the harmonic mean
-/// of the sizes), and column `c` of `K_t` scores `Σ_{c<c'} (s_c − s_c')²` over
-/// `Σ_j D_j c_j² − Σ_c (w_c/m_c) s_c²`, `s_c` its sum over class `c`.
-pub fn explicit_select<L: Labels + ?Sized>(
-    kernel: &Array2<f64>,
-    labels: &L,
-    params: &GreedyParams,
-) -> Vec<usize> {
-    let classes = labels.codes();
-    let m = kernel.nrows();
-    let tol = params.tol.unwrap_or(f64::DEFAULT_TOL);
-    let n_classes = classes.iter().max().map_or(0, |&c| c as usize + 1);
-    let mut sizes = vec![0.0f64; n_classes];
-    classes.iter().for_each(|&c| sizes[c as usize] += 1.0);
-    let harmonic = n_classes as f64 / sizes.iter().map(|size| 1.0 / size).sum::<f64>();
-    let class_weight: Vec<f64> = sizes.iter().map(|size| harmonic / size).collect();
-    let weight: Vec<f64> = classes.iter().map(|&c| class_weight[c as usize]).collect();
-    let stats = |kt: &Array2<f64>, i: usize| {
-        let col = kt.column(i);
+/// Explicit deflation, straight from the equations: the oracle of the implicit engines. It
+/// holds `K_t` itself. For `C` classes of sizes `m_c`, `D_j = w_c = H/m_c` on class `c` (`H`
+/// the harmonic mean of the sizes), and column `c` of `K_t` scores `Σ_{c<c'} (s_c − s_c')²`
+/// over `Σ_j D_j c_j² − Σ_c (w_c/m_c) s_c²`, `s_c` its sum over class `c`.
+pub struct ExplicitKernel {
+    pub kt: Array2<f64>,
+    classes: Vec<u32>,
+    sizes: Vec<f64>,
+    class_weight: Vec<f64>,
+    /// The earlier unit directions of the `ortho-*` deflations.
+    directions: Vec<Vec<f64>>,
+}
+
+impl ExplicitKernel {
+    pub fn new(kernel: &Array2<f64>, classes: &[u32]) -> Self {
+        let n_classes = classes.iter().max().map_or(0, |&c| c as usize + 1);
+        let mut sizes = vec![0.0f64; n_classes];
+        classes.iter().for_each(|&c| sizes[c as usize] += 1.0);
+        let harmonic = n_classes as f64 / sizes.iter().map(|size| 1.0 / size).sum::<f64>();
+        let class_weight = sizes.iter().map(|size| harmonic / size).collect();
+        ExplicitKernel {
+            kt: kernel.clone(),
+            classes: classes.to_vec(),
+            sizes,
+            class_weight,
+            directions: Vec::new(),
+        }
+    }
+
+    /// `(numerator, denominator, d)` of column `i` of `K_t`.
+    pub fn stats(&self, i: usize) -> (f64, f64, f64) {
+        let (m, n_classes) = (self.kt.nrows(), self.sizes.len());
+        let col = self.kt.column(i);
         let mut sums = vec![0.0f64; n_classes];
-        (0..m).for_each(|j| sums[classes[j] as usize] += col[j]);
-        let d: f64 = (0..m).map(|j| weight[j] * col[j] * col[j]).sum();
+        (0..m).for_each(|j| sums[self.classes[j] as usize] += col[j]);
+        let d: f64 = (0..m)
+            .map(|j| self.class_weight[self.classes[j] as usize] * col[j] * col[j])
+            .sum();
         let mut numerator = 0.0;
         for c in 0..n_classes {
             for other in c + 1..n_classes {
@@ -110,32 +125,89 @@ pub fn explicit_select<L: Labels + ?Sized>(
             }
         }
         let scatter: f64 = (0..n_classes)
-            .map(|c| class_weight[c] / sizes[c] * sums[c] * sums[c])
+            .map(|c| self.class_weight[c] / self.sizes[c] * sums[c] * sums[c])
             .sum();
         (numerator, d - scatter, d)
-    };
-    let mut kt = kernel.clone();
-    let threshold: Vec<f64> = (0..m).map(|i| tol * stats(&kt, i).2).collect();
-    let (mut blocked, mut chosen, mut directions) =
-        (vec![false; m], Vec::new(), Vec::<Vec<f64>>::new());
+    }
+
+    /// The score (higher is better) of column `i` by `criterion` (not `random`).
+    pub fn score(&self, i: usize, criterion: Criterion) -> f64 {
+        let (numerator, denominator, _) = self.stats(i);
+        match criterion {
+            Criterion::Optimal => numerator / denominator,
+            Criterion::Pseudo => numerator,
+            Criterion::Reverse => -(numerator / denominator),
+            Criterion::ReversePseudo => -numerator,
+            Criterion::Random => f64::NAN,
+        }
+    }
+
+    /// Deflates `K_t` by its column `i` with `deflation`; false (and nothing deflated) when
+    /// an `ortho-*` residual is numerically zero (below `tol`).
+    pub fn deflate(&mut self, i: usize, deflation: Deflation, tol: f64) -> bool {
+        let m = self.kt.nrows();
+        let column = self.kt.column(i).to_vec();
+        let norm = column.iter().map(|v| v * v).sum::<f64>().sqrt();
+        let tau: Vec<f64> = column.iter().map(|v| v / norm).collect();
+        let mut x = tau.clone();
+        if matches!(
+            deflation,
+            Deflation::OrthoHotelling | Deflation::OrthoProjection | Deflation::OrthoSchur
+        ) {
+            for q in &self.directions {
+                let c: f64 = q.iter().zip(&tau).map(|(a, b)| a * b).sum();
+                x.iter_mut().zip(q).for_each(|(x, q)| *x -= c * q);
+            }
+            let n2: f64 = x.iter().map(|v| v * v).sum();
+            if n2 <= tol {
+                return false;
+            }
+            x.iter_mut().for_each(|v| *v /= n2.sqrt());
+            self.directions.push(x.clone());
+        }
+        let xv = ndarray::Array1::from(x);
+        let kt = &self.kt;
+        let ktx = kt.dot(&xv);
+        let kttx = kt.t().dot(&xv);
+        let lambda = xv.dot(&ktx);
+        let outer = |u: &ndarray::Array1<f64>, v: &ndarray::Array1<f64>| {
+            Array2::from_shape_fn((m, m), |(r, c)| u[r] * v[c])
+        };
+        use Deflation::*;
+        match deflation {
+            None => {}
+            Hotelling | OrthoHotelling => self.kt = kt - &(outer(&xv, &xv) * lambda),
+            Projection | OrthoProjection => self.kt = kt - &outer(&xv, &kttx),
+            Schur | OrthoSchur if lambda > 0.0 => self.kt = kt - &(outer(&ktx, &kttx) / lambda),
+            Schur | OrthoSchur => {}
+        }
+        true
+    }
+}
+
+/// The selection of explicit deflation ([`ExplicitKernel`]): the oracle of the engines.
+pub fn explicit_select<L: Labels + ?Sized>(
+    kernel: &Array2<f64>,
+    labels: &L,
+    params: &GreedyParams,
+) -> Vec<usize> {
+    let m = kernel.nrows();
+    let tol = params.tol.unwrap_or(f64::DEFAULT_TOL);
+    let mut oracle = ExplicitKernel::new(kernel, &labels.codes());
+    let threshold: Vec<f64> = (0..m).map(|i| tol * oracle.stats(i).2).collect();
+    let (mut blocked, mut chosen) = (vec![false; m], Vec::new());
     while chosen.len() < params.k {
         let mut scored = Vec::new();
         for i in (0..m).filter(|&i| !blocked[i]) {
-            let (numerator, denominator, d) = stats(&kt, i);
+            let (_, denominator, d) = oracle.stats(i);
             if d <= threshold[i]
                 || (matches!(params.criterion, Criterion::Optimal | Criterion::Reverse)
                     && denominator <= threshold[i])
             {
                 continue;
             }
-            let score = match params.criterion {
-                Criterion::Optimal => numerator / denominator,
-                Criterion::Pseudo => numerator,
-                Criterion::Reverse => -(numerator / denominator),
-                Criterion::ReversePseudo => -numerator,
-                Criterion::Random => unreachable!("not tested here"),
-            };
-            scored.push((score, i));
+            assert!(params.criterion != Criterion::Random, "not tested here");
+            scored.push((oracle.score(i, params.criterion), i));
         }
         if scored.is_empty() {
             break;
@@ -144,43 +216,11 @@ pub fn explicit_select<L: Labels + ?Sized>(
         let take = params.stages.min(params.k - chosen.len());
         for (s, &(_, i)) in scored.iter().take(take).enumerate() {
             blocked[i] = true;
-            let column = kt.column(i).to_vec();
-            if s > 0 && stats(&kt, i).2 <= threshold[i] {
+            if s > 0 && oracle.stats(i).2 <= threshold[i] {
                 continue;
             }
-            let norm = column.iter().map(|v| v * v).sum::<f64>().sqrt();
-            let tau: Vec<f64> = column.iter().map(|v| v / norm).collect();
-            let mut x = tau.clone();
-            if matches!(
-                params.deflation,
-                Deflation::OrthoHotelling | Deflation::OrthoProjection | Deflation::OrthoSchur
-            ) {
-                for q in &directions {
-                    let c: f64 = q.iter().zip(&tau).map(|(a, b)| a * b).sum();
-                    x.iter_mut().zip(q).for_each(|(x, q)| *x -= c * q);
-                }
-                let n2: f64 = x.iter().map(|v| v * v).sum();
-                if n2 <= tol {
-                    continue;
-                }
-                x.iter_mut().for_each(|v| *v /= n2.sqrt());
-                directions.push(x.clone());
-            }
-            chosen.push(i);
-            let xv = ndarray::Array1::from(x);
-            let ktx = kt.dot(&xv);
-            let kttx = kt.t().dot(&xv);
-            let lambda = xv.dot(&ktx);
-            let outer = |u: &ndarray::Array1<f64>, v: &ndarray::Array1<f64>| {
-                Array2::from_shape_fn((m, m), |(r, c)| u[r] * v[c])
-            };
-            use Deflation::*;
-            match params.deflation {
-                None => {}
-                Hotelling | OrthoHotelling => kt = &kt - &(outer(&xv, &xv) * lambda),
-                Projection | OrthoProjection => kt = &kt - &outer(&xv, &kttx),
-                Schur | OrthoSchur if lambda > 0.0 => kt = &kt - &(outer(&ktx, &kttx) / lambda),
-                Schur | OrthoSchur => {}
+            if oracle.deflate(i, params.deflation, tol) {
+                chosen.push(i);
             }
         }
     }
