@@ -1,5 +1,7 @@
 """Problems shared by the test files."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -48,3 +50,20 @@ def problem_data():
 def problem_kernels():
     """The kernels of ``problem`` by name, as ``_core.kernel_matrix`` takes them."""
     return SELECTION_KERNELS
+
+
+@pytest.fixture
+def phases_shown():
+    """A function of a fit's stderr: the phases whose progress bars it shows, in the order
+    they first appear."""
+    from gkfda._progress import PHASES
+
+    def shown(err):
+        names = []
+        for line in re.split(r"[\r\n]+", err):
+            name = line.split(":", 1)[0].strip()
+            if name in PHASES and name not in names:
+                names.append(name)
+        return names
+
+    return shown

@@ -17,7 +17,6 @@ distributed = pytest.importorskip("distributed")
 
 import gkfda  # noqa: E402
 from gkfda import _dask  # noqa: E402
-from gkfda._progress import PHASES  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning:distributed")
 
@@ -44,16 +43,6 @@ def data(m=240, n_classes=2, seed=0, dtype=np.float64, features=3):
     X = rng.normal(size=(m, features))
     y = (np.arctan2(X[:, 1], X[:, 0]) // (2 * np.pi / n_classes)).astype(int) % n_classes
     return X.astype(dtype), y
-
-
-def phases_shown(err):
-    """The phases whose bars ``err`` shows, in the order they first appear."""
-    names = []
-    for line in re.split(r"[\r\n]+", err):
-        name = line.split(":", 1)[0].strip()
-        if name in PHASES and name not in names:
-            names.append(name)
-    return names
 
 
 def chunked(X, y, rows):
@@ -219,7 +208,7 @@ def test_a_failing_worker_surfaces_as_its_exception(client, monkeypatch):
         gkfda.GreedyKFDA(k=5, factor_rank=20).fit(*chunked(X, y, 30))
 
 
-def test_verbose_shows_every_phase_of_a_dask_fit_in_order_and_changes_nothing(client, capsys):
+def test_verbose_shows_every_phase_of_a_dask_fit_in_order_and_changes_nothing(client, capsys, phases_shown):
     X, y = data(m=100)
     params = dict(k=6, factor_rank=20, random_state=0)
     quiet = gkfda.GreedyKFDA(**params).fit(*chunked(X, y, 30))

@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 
 from gkfda import CRITERIA, DEFLATIONS, GreedyKFDA, _core
 from gkfda import _training, _validation
-from gkfda._progress import PHASES
 from gkfda._factor import POOLS, training_factor
 
 
@@ -320,17 +319,7 @@ def test_verbose_draws_progress_bars_on_stderr_and_changes_nothing(capsys):
         GreedyKFDA(verbose=-1).fit(X3, y3)
 
 
-def phases_shown(err):
-    """The phases whose bars ``err`` shows, in the order they first appear."""
-    names = []
-    for line in re.split(r"[\r\n]+", err):
-        name = line.split(":", 1)[0].strip()
-        if name in PHASES and name not in names:
-            names.append(name)
-    return names
-
-
-def test_verbose_shows_every_phase_of_a_fit_in_order_and_changes_nothing(capsys):
+def test_verbose_shows_every_phase_of_a_fit_in_order_and_changes_nothing(capsys, phases_shown):
     X, y = problem(m=3000, d=4)
     options = dict(k=20, gamma=0.5, solver="factored", factor_rank=100, random_state=0)
     quiet = GreedyKFDA(**options).fit(X, y)

@@ -278,15 +278,8 @@ impl RowStatistics {
             ));
         }
         let threshold = d.iter().map(|&d0| set_up.tol * d0).collect();
-        let mut by_index: Vec<(usize, usize)> = indices
-            .iter()
-            .enumerate()
-            .map(|(row, &i)| (i, row))
-            .collect();
-        by_index.sort_unstable();
-        Ok(RowStatistics {
+        RowStatistics::from_parts(RowParts {
             indices,
-            by_index,
             classes,
             rank,
             sums,
