@@ -22,7 +22,7 @@ mod tests;
 
 pub(crate) use blocks::Bases;
 pub use dense::{cross, cross_with_stop, gram, gram_into, gram_into_with_stop};
-pub(crate) use dense::{cross_prepared, gemm};
+pub(crate) use dense::{cross_prepared, gemm, gram_lower, times_lower};
 pub use expansion::{expansion, expansion_with_stop};
 pub(crate) use expansion::{expansion_direct, expansion_prepared};
 

@@ -9,7 +9,7 @@
 //! them in chunk order).
 
 use crate::error::{try_zeroed, Error, Result};
-use crate::kernel::gemm;
+use crate::kernel::{gram_lower, times_lower};
 use crate::params::Criterion;
 use crate::real::Real;
 use crate::tuning::FACTOR_BLOCK_ROWS;
@@ -52,8 +52,9 @@ impl Moments {
 
     /// The moments of the row-major `rows×p` block `factor` whose rows have the class codes
     /// `classes` (`0..class_weights.len()`), class `c` weighing `class_weights[c]`: for each
-    /// fixed block of rows, each class's rows gathered and multiplied in `F` (one GEMM,
-    /// `m p²` multiply-adds in all), the blocks' products added in `f64` in block order.
+    /// fixed block of rows, each class's rows gathered and their Gram matrix's lower triangle
+    /// made in `F` (`m p²/2` multiply-adds in all), the blocks' products added in `f64` in
+    /// block order.
     pub fn of_rows<F: Real>(
         pool: &rayon::ThreadPool,
         factor: &[F],
@@ -86,7 +87,12 @@ impl Moments {
                 let block =
                     ArrayView2::from_shape((gathered.len() / p, p), &gathered).expect("whole rows");
                 product.fill(F::zero());
-                gemm(product.view_mut(), block.t(), block);
+                gram_lower(product.view_mut(), block);
+                for i in 0..p {
+                    for j in 0..i {
+                        product[(j, i)] = product[(i, j)];
+                    }
+                }
                 let values = product.as_slice().expect("a row-major product");
                 let pairs = moments.gram.iter_mut().zip(moments.weighted.iter_mut());
                 for ((g, e), &value) in pairs.zip(values) {
@@ -190,8 +196,8 @@ pub struct RowStatistics {
 impl RowStatistics {
     /// The statistics of `K_0` for the row-major block `factor` of width `p`, whose rows are
     /// the rows `indices` of all (empty: `0..`) of classes `classes`; `rank` their places in
-    /// the random order (for [`Criterion::Random`], else empty). One pass: `Φ E` by blocks of
-    /// rows (a GEMM each) for `d`, and the rows' products with `σ_c`.
+    /// the random order (for [`Criterion::Random`], else empty). One pass: `Φ tril(E)` by
+    /// blocks of rows (half a GEMM each) for `d`, and the rows' products with `σ_c`.
     pub fn start<F: Real>(
         pool: &rayon::ThreadPool,
         factor: &[F],
@@ -220,8 +226,18 @@ impl RowStatistics {
             sums.push(try_zeroed(rows, "the selection's class sums")?);
         }
         let mut d: Vec<f64> = try_zeroed(rows, "the selection's statistics")?;
-        let weighted: Vec<F> = set_up.weighted.iter().map(|&v| F::from_f64(v)).collect();
-        let weighted = ArrayView2::from_shape((p, p), &weighted).expect("a p×p matrix");
+        // `φ'Eφ = 2 φ'Lφ` with `L` the lower triangle of `E`, its diagonal halved: half the
+        // multiply-adds of `ΦE`.
+        let halved = |(at, &v): (usize, &f64)| {
+            let (i, j) = (at / p, at % p);
+            F::from_f64(match j.cmp(&i) {
+                std::cmp::Ordering::Less => v,
+                std::cmp::Ordering::Equal => 0.5 * v,
+                std::cmp::Ordering::Greater => 0.0,
+            })
+        };
+        let lower: Vec<F> = set_up.weighted.iter().enumerate().map(halved).collect();
+        let lower = ArrayView2::from_shape((p, p), &lower).expect("a p×p matrix");
         let class_sums: Vec<Vec<F>> = set_up
             .class_sums
             .iter()
@@ -236,7 +252,7 @@ impl RowStatistics {
                     let block = &factor[range.start * p..range.end * p];
                     let block = ArrayView2::from_shape((range.len(), p), block).expect("rows");
                     let mut times = Array2::<F>::zeros((range.len(), p));
-                    gemm(times.view_mut(), block, weighted);
+                    times_lower(times.view_mut(), block, lower);
                     let d: Vec<f64> = block
                         .rows()
                         .into_iter()
@@ -244,7 +260,7 @@ impl RowStatistics {
                         .map(|(phi, t)| {
                             let (phi, t) =
                                 (phi.as_slice().expect("row"), t.as_slice().expect("row"));
-                            crate::simd::dots(phi, [t])[0].as_f64()
+                            2.0 * crate::simd::dots(phi, [t])[0].as_f64()
                         })
                         .collect();
                     let sums = class_sums
