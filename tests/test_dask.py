@@ -106,22 +106,25 @@ def _arrays(value):
 
 
 @pytest.mark.parametrize("n_classes, multiclass", [(2, "shared"), (3, "shared"), (3, "ovr")])
-def test_the_driver_receives_no_kernel_columns_of_every_row(client, monkeypatch, n_classes, multiclass):
-    """After the selection, what the driver receives is bounded by the calibration's sample
-    and the bases, not by m: the chunks keep the exact kernel columns and send the
-    discriminant's moments (k × k per class) and the sample's rows."""
+def test_the_driver_receives_neither_the_factor_nor_the_kernel_columns(client, monkeypatch, n_classes, multiclass):
+    """The chunks keep their rows of Φ, and after the selection what the driver receives is
+    bounded by the calibration's sample and the bases, not by m: the chunks keep the exact
+    kernel columns and send the discriminant's moments (k × k per class) and the sample's
+    rows."""
     from gkfda import _discriminant
 
     m, k, sample = 400, 8, 60
     monkeypatch.setattr(_discriminant, "CALIBRATION_ROWS", sample)
     X, y = data(m=m, n_classes=n_classes, seed=19)
-    received, selected = [], []
+    received, selected, rounds = [], [], []
     waited = _dask._wait
 
     def recording(futures, what, labels=None):
         results = waited(futures, what, labels)
+        shapes = [array.shape for result in results for array in _arrays(result)]
+        rounds.append((what, shapes))
         if selected:
-            received.extend((what, array.shape) for result in results for array in _arrays(result))
+            received.extend((what, shape) for shape in shapes)
         return results
 
     select = gkfda.GreedyKFDA._select
@@ -137,6 +140,11 @@ def test_the_driver_receives_no_kernel_columns_of_every_row(client, monkeypatch,
     params = dict(k=k, factor_rank=30, random_state=0, multiclass=multiclass)
     model = gkfda.GreedyKFDA(**params).fit(*chunked(X, y, 100))
     problems = n_classes if multiclass == "ovr" else 1
+    # No round brings Φ's rows of every chunk (the set-up brings p × p sums, a pick a few
+    # candidates' rows).
+    assert [shapes for what, shapes in rounds if what == "building the factor's rows"] == [[]]
+    for what, shapes in rounds:
+        assert sum(shape[0] for shape in shapes if len(shape) == 2 and shape[1] == 30 != shape[0]) < m // 4, what
     sums = [shape for what, shape in received if what == "the discriminant's sums"]
     rows = [shape[0] for what, shape in received if len(shape) == 2 and what != "the discriminant's sums"]
     assert sums and rows

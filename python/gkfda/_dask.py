@@ -587,13 +587,9 @@ def _chunked_factor(chunks, ordered, by_class, name, params, estimator, k, dtype
                     f"X: sending the pool to the workers took more than gkfda._dask.ROUND_TIMEOUT = "
                     f"{ROUND_TIMEOUT:g} s: check the cluster's workers and fit again"
                 ) from error
-            phi_parts = [
-                chunks.client.submit(_nystroem_rows, part, points_f, whitening_f, params, pure=False)
-                for part in chunks.parts
-            ]
-            counted = chunks.count_rows(phi_parts)
-            _wait(phi_parts, "building the factor's rows", chunks.labels())
-            counted()
+            # The rows of Φ stay on the workers: the round waits on a flag of each chunk's.
+            phi_parts = chunks.held(_nystroem_rows, chunks.parts, points_f, whitening_f, params,
+                                    what="building the factor's rows")
         p = whitening.shape[1]
     return ChunkedFactorRows(chunks, phi_parts, p, by_class, dtype)
 
