@@ -414,13 +414,16 @@ def fit_discriminant(
         with progress.phase("calibration", total=k, unit="prefix"):
             sample = calibration_sample(codes, n_classes)
             sampled = codes[sample]
-            features = np.asarray(columns.rows(sample), dtype=np.float64) @ projection.T
             weights = m / (n_classes * counts[sampled])  # each class weighs m / C
             root = np.sqrt(weights)
             # The sample's rows of Q = √W Φ_c U⁻¹, the data rows of the ridge-augmented least
-            # squares' orthonormal factor (of the regression on every row).
-            orthonormal = scipy.linalg.solve_triangular(
-                cholesky, (root[:, None] * (features - feature_mean)).T, trans="T", lower=False).T
+            # squares' orthonormal factor (of the regression on every row), made in place: the
+            # sample's N × k arrays are the most a fit on a cluster holds on its driver.
+            orthonormal = np.asarray(columns.rows(sample), dtype=np.float64) @ projection.T
+            orthonormal -= feature_mean
+            orthonormal *= root[:, None]
+            orthonormal = scipy.linalg.solve_triangular(cholesky, orthonormal.T, trans="T", lower=False,
+                                                        overwrite_b=True).T
             targets = np.zeros((len(sample), n_classes - 1))
             rest = sampled > 0
             targets[rest, sampled[rest] - 1] = 1.0
