@@ -293,6 +293,23 @@ def test_a_fit_the_driver_cannot_hold_is_refused_before_the_workers_start(client
     assert not building
 
 
+def test_the_driver_is_checked_for_its_own_share_only(client, monkeypatch):
+    """The driver holds a few m-vectors and the calibration's sample, not the m × k columns:
+    a fit whose in-memory working set would not fit in the driver's memory is fitted."""
+    from gkfda import _discriminant, _validation
+
+    X, y = data(m=400)
+    monkeypatch.setattr(_discriminant, "CALIBRATION_ROWS", 50)
+    needed = _dask.driver_bytes(400, 8, 2, 1, np.float64)
+    assert needed < 100_000 < _validation.fit_working_bytes(400, 8, 1, np.float64)
+    monkeypatch.setattr(_validation, "available_memory", lambda: 100_000)
+    model = gkfda.GreedyKFDA(k=8, factor_rank=30, random_state=0).fit(*chunked(X, y, 100))
+    assert len(model.support_) == 8
+    # Past the sample, each row costs the driver its few m-vectors' values, nothing per basis.
+    grown = _dask.driver_bytes(4_000_000, 200, 2, 1, np.float64) - _dask.driver_bytes(1_000_000, 200, 2, 1, np.float64)
+    assert grown == 3_000_000 * 9 * 8
+
+
 def test_a_failing_worker_surfaces_as_its_exception(client, monkeypatch):
     """A task that raises on a worker ends the fit with that exception, not a panic."""
     X, y = data(m=80)

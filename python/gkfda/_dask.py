@@ -50,7 +50,8 @@ from ._factor import factor_width, pool
 from ._kernels import check_kernel_arguments, core_kernel, kernel_between, kernel_parameters, resolve_gamma
 from ._progress import SILENT, FitProgress
 from ._training import TrainingProblem, factor_rank_for, prepare_training
-from ._validation import check_fit_fits, encoded_classes, thread_count
+from . import _discriminant, _validation
+from ._validation import encoded_classes, thread_count
 
 #: Seconds one round over the chunks (or the set-up's computation) may take before the fit
 #: gives up with a ``TimeoutError``: a lost worker that the scheduler does not replace
@@ -495,9 +496,8 @@ def prepare_dask_training(estimator, X, y, rng) -> TrainingProblem:
     one_basis = n_classes == 2 or estimator.multiclass == "shared"
     codes = y_index[by_class]
     problems = [codes] if one_basis else [(codes == c).astype(np.intp) for c in range(n_classes)]
-    # The driver holds the selection's terms and the bases' exact columns (O(mk)), the
-    # workers the factor: refused here, before the workers build anything.
-    check_fit_fits(m, k, len(problems), dtype, 0)
+    # Refused here, before the workers build anything.
+    _check_driver_fits(m, k, n_classes if one_basis else 2, len(problems), dtype)
     chunks = _Chunks(client, X, dtype, progress)
     factor = _chunked_factor(chunks, _OrderedRows(chunks, by_class), by_class, name, {**params, "kernel": name},
                              estimator, k, dtype, rng, threads)
@@ -592,6 +592,39 @@ def _chunked_factor(chunks, ordered, by_class, name, params, estimator, k, dtype
                                     what="building the factor's rows")
         p = whitening.shape[1]
     return ChunkedFactorRows(chunks, phi_parts, p, by_class, dtype)
+
+
+def driver_bytes(m, k, n_classes, selections, dtype) -> int:
+    """Bytes the driver of a Dask fit holds beside the selection's ``p × p`` state (the
+    workers hold the factor, the per-row statistics and the kernel columns):
+
+    - a few ``m``-vectors: the labels, their codes and class order, each selection's codes,
+      each chunk's engine indices, the kernel's diagonal (with its copy);
+    - the calibration's sample (at most ``_discriminant.CALIBRATION_ROWS`` rows): its rows of
+      the kernel columns and their float64 features, and the calibration's blocks of
+      leave-one-out scores (about eight arrays of a block of prefixes' scores);
+    - per selection, its ``k × k`` matrices: the moments' per-class scatters (the chunks'
+      merged two at a time), the projection and the ridge regression's.
+    """
+    itemsize = np.dtype(dtype).itemsize
+    m, k = int(m), int(k)
+    vectors = (8 + selections) * m * 8
+    rows = min(m, int(_discriminant.CALIBRATION_ROWS))
+    scores = min(k * rows * (n_classes - 1), max(_discriminant._CALIBRATION_BLOCK, rows * (n_classes - 1)))
+    sample = rows * k * (itemsize + 8) + 8 * scores * 8
+    models = selections * (3 * n_classes + 4) * k * k * 8
+    return vectors + sample + models
+
+
+def _check_driver_fits(m, k, n_classes, selections, dtype):
+    """Refuse a Dask fit whose driver cannot hold its share (:func:`driver_bytes`)."""
+    needed, available = driver_bytes(m, k, n_classes, selections, dtype), _validation.available_memory()
+    if needed > available:
+        raise MemoryError(
+            f"X: a fit of {m} samples with k={k} needs {needed / 2**30:.2f} GiB on the driver (its labels, the "
+            f"calibration's sample and the models) but only {available / 2**30:.2f} GiB is available there; "
+            "use fewer samples or bases, or a driver of more memory"
+        )
 
 
 class _Variance:
