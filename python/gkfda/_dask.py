@@ -545,9 +545,6 @@ class _ChunkedColumns:
     def select(self, positions) -> "_ChunkedColumns":
         return _ChunkedColumns(self.chunks, self.parts, self.by_class, np.asarray(positions, dtype=np.intp))
 
-    def __len__(self):
-        return len(self.by_class)
-
     def rows(self, indices) -> np.ndarray:
         """Rows ``indices`` (kernel order) of the columns, gathered from their chunks."""
         return self.chunks.rows(self.parts, self.by_class[np.asarray(indices, dtype=np.intp)],

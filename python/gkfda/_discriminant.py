@@ -327,9 +327,6 @@ class KernelColumns:
     def select(self, positions) -> "KernelColumns":
         return KernelColumns(self.matrix, np.asarray(positions, dtype=np.intp))
 
-    def __len__(self):
-        return len(self.matrix)
-
     def rows(self, indices) -> np.ndarray:
         """Rows ``indices`` of the columns (``|indices| × k``)."""
         indices = np.asarray(indices, dtype=np.intp)

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._factor import auto_factor_rank, check_kernel_range, factor_width, resolved_solver, training_factor
 from ._discriminant import KernelColumns
+from ._factor import auto_factor_rank, check_kernel_range, factor_width, resolved_solver, training_factor
 from ._factor import diagonal as factor_diagonal
 from ._progress import SILENT, FitProgress
 from ._kernels import (
