@@ -94,6 +94,103 @@ def test_a_dask_fit_is_the_in_memory_factored_fit(client, n_classes, multiclass,
     assert_same_fit(reference, model, X)
 
 
+def _arrays(value):
+    """The NumPy arrays in a round's result (arrays, tuples of them, dataclasses of them)."""
+    if isinstance(value, np.ndarray):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [array for item in value for array in _arrays(item)]
+    if hasattr(value, "__dataclass_fields__"):
+        return [array for item in vars(value).values() for array in _arrays(item)]
+    return []
+
+
+@pytest.mark.parametrize("n_classes, multiclass", [(2, "shared"), (3, "shared"), (3, "ovr")])
+def test_the_driver_receives_neither_the_factor_nor_the_kernel_columns(client, monkeypatch, n_classes, multiclass):
+    """The chunks keep their rows of Φ, and after the selection what the driver receives is
+    bounded by the calibration's sample and the bases, not by m: the chunks keep the exact
+    kernel columns and send the discriminant's moments (k × k per class) and the sample's
+    rows."""
+    from gkfda import _discriminant
+
+    m, k, sample = 400, 8, 60
+    monkeypatch.setattr(_discriminant, "CALIBRATION_ROWS", sample)
+    X, y = data(m=m, n_classes=n_classes, seed=19)
+    received, selected, rounds = [], [], []
+    waited = _dask._wait
+
+    def recording(futures, what, labels=None):
+        results = waited(futures, what, labels)
+        shapes = [array.shape for result in results for array in _arrays(result)]
+        rounds.append((what, shapes))
+        if selected:
+            received.extend((what, shape) for shape in shapes)
+        return results
+
+    select = gkfda.GreedyKFDA._select
+
+    def selecting(self, *args):
+        try:
+            return select(self, *args)
+        finally:
+            selected.append(True)
+
+    monkeypatch.setattr(_dask, "_wait", recording)
+    monkeypatch.setattr(gkfda.GreedyKFDA, "_select", selecting)
+    params = dict(k=k, factor_rank=30, random_state=0, multiclass=multiclass)
+    model = gkfda.GreedyKFDA(**params).fit(*chunked(X, y, 100))
+    problems = n_classes if multiclass == "ovr" else 1
+    # No round brings Φ's rows of every chunk (the set-up brings p × p sums, a pick a few
+    # candidates' rows).
+    assert [shapes for what, shapes in rounds if what == "building the factor's rows"] == [[]]
+    for what, shapes in rounds:
+        assert sum(shape[0] for shape in shapes if len(shape) == 2 and shape[1] == 30 != shape[0]) < m // 4, what
+    sums = [shape for what, shape in received if what == "the discriminant's sums"]
+    rows = [shape[0] for what, shape in received if len(shape) == 2 and what != "the discriminant's sums"]
+    assert sums and rows
+    # Per chunk and problem, the moments: a count, a mean and a scatter per class.
+    assert all(shape[0] <= n_classes for shape in sums), sums
+    # The bases' rows of X (the union's, for their columns and for the model), and each
+    # problem's bases' block of its columns (k rows) and its sample (at most the sample's
+    # rows, each class keeping one): never a chunk's share of the m rows' columns.
+    assert sum(rows) <= problems * (3 * k + sample + n_classes), received
+    assert all(len(shape) < 2 or shape[1] <= problems * k for _, shape in received), received
+    # The diagonal is the one m-vector the driver receives (its kernel scale and the bound's norm).
+    assert sum(shape[0] for what, shape in received if len(shape) == 1 and shape[0] > n_classes) == m
+    reference = gkfda.GreedyKFDA(solver="factored", **params).fit(X, y)
+    assert_same_fit(reference, model, X)
+
+
+def test_a_fit_of_more_rows_than_the_calibration_sample_is_the_same_in_memory_and_on_dask(client, monkeypatch):
+    """Past CALIBRATION_ROWS the calibration reads the rows of the sample rule, the same on
+    both paths, and the models agree; each class keeps its share of the rows."""
+    from gkfda import _discriminant
+
+    monkeypatch.setattr(_discriminant, "CALIBRATION_ROWS", 200)
+    X, y = data(m=500, n_classes=3, seed=23)
+    read = []
+    for holder in (_discriminant.KernelColumns, _dask._ChunkedColumns):
+        rows = holder.rows
+
+        def recording(self, indices, rows=rows):
+            read.append(np.asarray(indices).copy())
+            return rows(self, indices)
+
+        monkeypatch.setattr(holder, "rows", recording)
+    params = dict(k=10, factor_rank=30, random_state=5)
+    reference = gkfda.GreedyKFDA(solver="factored", **params).fit(X, y)
+    in_memory, read[:] = read[:], []
+    model = gkfda.GreedyKFDA(**params).fit(*chunked(X, y, 128))
+    codes = np.sort(np.searchsorted(np.unique(y), y))  # kernel order: rows ordered by class
+    expected = _discriminant.calibration_sample(codes, 3)
+    assert len(expected) == 200
+    np.testing.assert_array_equal(np.bincount(codes[expected]), np.round(200 * np.bincount(codes) / 500))
+    for reads in (in_memory, read):
+        assert any(np.array_equal(indices, expected) for indices in reads)
+        assert max(len(indices) for indices in reads) == 200
+    assert_same_fit(reference, model, X)
+
+
 def test_pools_and_a_given_gamma(client):
     X, y = data(seed=5)
     for pool in ("greedy", "uniform"):
@@ -194,6 +291,23 @@ def test_a_fit_the_driver_cannot_hold_is_refused_before_the_workers_start(client
     with pytest.raises(MemoryError, match=r"^X: a fit of 60 samples with k=4 needs"):
         gkfda.GreedyKFDA(k=4).fit(*chunked(X, y, 20))
     assert not building
+
+
+def test_the_driver_is_checked_for_its_own_share_only(client, monkeypatch):
+    """The driver holds a few m-vectors and the calibration's sample, not the m × k columns:
+    a fit whose in-memory working set would not fit in the driver's memory is fitted."""
+    from gkfda import _discriminant, _validation
+
+    X, y = data(m=400)
+    monkeypatch.setattr(_discriminant, "CALIBRATION_ROWS", 50)
+    needed = _dask.driver_bytes(400, 8, 2, 1, np.float64)
+    assert needed < 100_000 < _validation.fit_working_bytes(400, 8, 1, np.float64)
+    monkeypatch.setattr(_validation, "available_memory", lambda: 100_000)
+    model = gkfda.GreedyKFDA(k=8, factor_rank=30, random_state=0).fit(*chunked(X, y, 100))
+    assert len(model.support_) == 8
+    # Past the sample, each row costs the driver its few m-vectors' values, nothing per basis.
+    grown = _dask.driver_bytes(4_000_000, 200, 2, 1, np.float64) - _dask.driver_bytes(1_000_000, 200, 2, 1, np.float64)
+    assert grown == 3_000_000 * 9 * 8
 
 
 def test_a_failing_worker_surfaces_as_its_exception(client, monkeypatch):

@@ -14,7 +14,11 @@ workers, each keeping the rows of its chunks of ``X``:
   per-row statistics (:class:`ChunkedFactorRows`), and each pick is one round over the
   chunks, with the in-memory rows' own arithmetic;
 - the workers compute the exact kernel columns of the chosen bases, ``m × |bases|``, and
-  the driver fits the discriminants on them as the in-memory fit does.
+  keep them; the discriminant's ridge regression is reduced from the chunks' per-class
+  moments of the features (``k × k`` each), and its calibration reads the features of a
+  bounded sample of rows (``_discriminant.calibration_sample``): the driver fits them
+  with the in-memory fit's own functions on the same statistics, and holds ``O(k²)`` of
+  them, ``O(N k)`` of the sample, and the labels.
 
 The model is an ordinary in-memory ``GreedyKFDA``.
 
@@ -40,12 +44,14 @@ import numpy as np
 from sklearn.utils.validation import check_consistent_length, column_or_1d
 
 from . import _core
+from ._discriminant import ClassMoments, KernelColumns, combined
 from ._factor import diagonal as factor_diagonal
 from ._factor import factor_width, pool
 from ._kernels import check_kernel_arguments, core_kernel, kernel_between, kernel_parameters, resolve_gamma
 from ._progress import SILENT, FitProgress
 from ._training import TrainingProblem, factor_rank_for, prepare_training
-from ._validation import check_fit_fits, encoded_classes, thread_count
+from . import _discriminant, _validation
+from ._validation import encoded_classes, thread_count
 
 #: Seconds one round over the chunks (or the set-up's computation) may take before the fit
 #: gives up with a ``TimeoutError``: a lost worker that the scheduler does not replace
@@ -139,8 +145,8 @@ def _converted(block, dtype):
     return np.ascontiguousarray(block, dtype=dtype)
 
 
-def _rows_of(block, local):
-    return np.ascontiguousarray(block[local])
+def _rows_of(block, local, columns=None):
+    return np.ascontiguousarray(block[local] if columns is None else block[np.ix_(local, columns)])
 
 
 def _nystroem_rows(block, points, whitening, params):
@@ -166,6 +172,10 @@ def _started(statistics):
     return statistics is not None
 
 
+def _computed(result):
+    return True
+
+
 def _row_advance(statistics, phi, v, h, class_sums, weighted_norms, blocked, take):
     return statistics.advanced(_aligned(phi), v, h, class_sums, weighted_norms, blocked, take,
                                n_threads=_TASK_THREADS)
@@ -177,6 +187,10 @@ def _row_candidates(statistics):
 
 def _kernel_columns(block, basis, kernel, params, dtype):
     return kernel_between(block, basis, kernel, params, dtype, _TASK_THREADS)
+
+
+def _column_moments(columns, positions, projection, codes, n_classes):
+    return KernelColumns(columns, positions).moments(projection, codes, n_classes)
 
 
 def _kernel_diagonal(block, params):
@@ -240,14 +254,26 @@ class _Chunks:
         """``values`` (``(..., m)``, in ``X``'s row order) cut by chunk."""
         return _PerChunk(values[..., s:e] for s, e in zip(self.starts[:-1], self.starts[1:]))
 
-    def rows(self, parts, indices, what):
+    def held(self, function, parts, *operands, what):
+        """:meth:`map`'s tasks, their results left on the workers: their futures, once all
+        are computed (each chunk's rows counted in the open phase as it finishes)."""
+        futures = []
+        for c, part in enumerate(parts):
+            args = [operand[c] if isinstance(operand, _PerChunk) else operand for operand in operands]
+            futures.append(self.client.submit(function, part, *args, pure=False))
+        counted = self.count_rows(futures)
+        _wait([self.client.submit(_computed, future, pure=False) for future in futures], what, self.labels())
+        counted()
+        return futures
+
+    def rows(self, parts, indices, what, columns=None):
         """Rows ``indices`` of ``X`` (of its order; any order, repeats allowed) of the
-        chunks' ``parts``: one task per chunk that has any."""
+        chunks' ``parts`` (only their ``columns``, if given): one task per chunk that has any."""
         indices = np.asarray(indices, dtype=np.int64)
         chunk_of = np.searchsorted(self.starts, indices, side="right") - 1
         wanted = [c for c in range(len(parts)) if np.any(chunk_of == c)]
         futures = [
-            self.client.submit(_rows_of, parts[c], indices[chunk_of == c] - self.starts[c], pure=False)
+            self.client.submit(_rows_of, parts[c], indices[chunk_of == c] - self.starts[c], columns, pure=False)
             for c in wanted
         ]
         gathered = _wait(futures, what, self.labels(wanted))
@@ -470,9 +496,8 @@ def prepare_dask_training(estimator, X, y, rng) -> TrainingProblem:
     one_basis = n_classes == 2 or estimator.multiclass == "shared"
     codes = y_index[by_class]
     problems = [codes] if one_basis else [(codes == c).astype(np.intp) for c in range(n_classes)]
-    # The driver holds the selection's terms and the bases' exact columns (O(mk)), the
-    # workers the factor: refused here, before the workers build anything.
-    check_fit_fits(m, k, len(problems), dtype, 0)
+    # Refused here, before the workers build anything.
+    _check_driver_fits(m, k, n_classes if one_basis else 2, len(problems), dtype)
     chunks = _Chunks(client, X, dtype, progress)
     factor = _chunked_factor(chunks, _OrderedRows(chunks, by_class), by_class, name, {**params, "kernel": name},
                              estimator, k, dtype, rng, threads)
@@ -497,14 +522,42 @@ class _ChunkedProblem(TrainingProblem):
                                                   what="the kernel's diagonal"))
         return diagonal[self.by_class]
 
-    def _union_columns(self, union, kernel) -> np.ndarray:
+    def _union_columns(self, union, kernel) -> "_ChunkedColumns":
         basis = _OrderedRows(self.chunks, self.by_class)[union]
-        # The exact kernel columns of the chosen bases (m × |union|), as the in-memory fit's.
-        return np.concatenate(
-            self.chunks.map(_kernel_columns, self.chunks.parts, basis, kernel, self.params, self.dtype,
-                            what="the bases' kernel columns"),
-            axis=0,
-        )[self.by_class]
+        # The exact kernel columns of the chosen bases, as the in-memory fit's, each chunk's
+        # rows of them kept on its worker.
+        parts = self.chunks.held(_kernel_columns, self.chunks.parts, basis, kernel, self.params, self.dtype,
+                                 what="the bases' kernel columns")
+        return _ChunkedColumns(self.chunks, parts, self.by_class)
+
+
+class _ChunkedColumns:
+    """The exact kernel columns of a fit's bases held by the workers, chunk by chunk (rows
+    in ``X``'s order, one column a basis of the union of the selections), restricted to
+    ``positions`` of those columns (all: None): a ``_discriminant.KernelColumns`` whose rows
+    stay with the chunks. The discriminant's :meth:`moments` are reduced from the chunks
+    (``O(C k²)`` numbers each), and only the :meth:`rows` it asks for (the bases' block,
+    the calibration's sample: bounded) come to the driver."""
+
+    def __init__(self, chunks, parts, by_class, positions=None):
+        self.chunks, self.parts, self.by_class, self.positions = chunks, parts, by_class, positions
+
+    def select(self, positions) -> "_ChunkedColumns":
+        return _ChunkedColumns(self.chunks, self.parts, self.by_class, np.asarray(positions, dtype=np.intp))
+
+    def rows(self, indices) -> np.ndarray:
+        """Rows ``indices`` (kernel order) of the columns, gathered from their chunks."""
+        return self.chunks.rows(self.parts, self.by_class[np.asarray(indices, dtype=np.intp)],
+                                "gathering rows of the bases' kernel columns", self.positions)
+
+    def moments(self, projection, codes, n_classes, advance=None) -> ClassMoments:
+        """The features' moments of each chunk's rows, computed there, merged in chunk order."""
+        # codes are in kernel order; chunk c holds X's rows starts[c]..starts[c+1].
+        in_x_order = np.empty_like(codes)
+        in_x_order[self.by_class] = codes
+        parts = self.chunks.map(_column_moments, self.parts, self.positions, projection,
+                                self.chunks.split(in_x_order), n_classes, what="the discriminant's sums")
+        return combined(parts)
 
 
 def _chunked_factor(chunks, ordered, by_class, name, params, estimator, k, dtype, rng, threads):
@@ -531,15 +584,44 @@ def _chunked_factor(chunks, ordered, by_class, name, params, estimator, k, dtype
                     f"X: sending the pool to the workers took more than gkfda._dask.ROUND_TIMEOUT = "
                     f"{ROUND_TIMEOUT:g} s: check the cluster's workers and fit again"
                 ) from error
-            phi_parts = [
-                chunks.client.submit(_nystroem_rows, part, points_f, whitening_f, params, pure=False)
-                for part in chunks.parts
-            ]
-            counted = chunks.count_rows(phi_parts)
-            _wait(phi_parts, "building the factor's rows", chunks.labels())
-            counted()
+            # The rows of Φ stay on the workers: the round waits on a flag of each chunk's.
+            phi_parts = chunks.held(_nystroem_rows, chunks.parts, points_f, whitening_f, params,
+                                    what="building the factor's rows")
         p = whitening.shape[1]
     return ChunkedFactorRows(chunks, phi_parts, p, by_class, dtype)
+
+
+def driver_bytes(m, k, n_classes, selections, dtype) -> int:
+    """Bytes the driver of a Dask fit holds beside the selection's ``p × p`` state (the
+    workers hold the factor, the per-row statistics and the kernel columns):
+
+    - a few ``m``-vectors: the labels, their codes and class order, each selection's codes,
+      each chunk's engine indices, the kernel's diagonal (with its copy);
+    - the calibration's sample (at most ``_discriminant.CALIBRATION_ROWS`` rows): its rows of
+      the kernel columns and their float64 features, and the calibration's blocks of
+      leave-one-out scores (about eight arrays of a block of prefixes' scores);
+    - per selection, its ``k × k`` matrices: the moments' per-class scatters (the chunks'
+      merged two at a time), the projection and the ridge regression's.
+    """
+    itemsize = np.dtype(dtype).itemsize
+    m, k = int(m), int(k)
+    vectors = (8 + selections) * m * 8
+    rows = min(m, int(_discriminant.CALIBRATION_ROWS))
+    scores = min(k * rows * (n_classes - 1), max(_discriminant._CALIBRATION_BLOCK, rows * (n_classes - 1)))
+    sample = rows * k * (itemsize + 8) + 8 * scores * 8
+    models = selections * (3 * n_classes + 4) * k * k * 8
+    return vectors + sample + models
+
+
+def _check_driver_fits(m, k, n_classes, selections, dtype):
+    """Refuse a Dask fit whose driver cannot hold its share (:func:`driver_bytes`)."""
+    needed, available = driver_bytes(m, k, n_classes, selections, dtype), _validation.available_memory()
+    if needed > available:
+        raise MemoryError(
+            f"X: a fit of {m} samples with k={k} needs {needed / 2**30:.2f} GiB on the driver (its labels, the "
+            f"calibration's sample and the models) but only {available / 2**30:.2f} GiB is available there; "
+            "use fewer samples or bases, or a driver of more memory"
+        )
 
 
 class _Variance:

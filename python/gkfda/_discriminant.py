@@ -233,8 +233,134 @@ def nystrom_projection(kernel_support: np.ndarray, relative_tolerance: float = 1
     return R
 
 
+#: The rows the calibration is fitted on, at most (about: each class keeps at least one).
+#: It fits ``C`` log-odds weights of ``C-1`` scores, ``C`` biases and a temperature per
+#: prefix, a few dozen numbers, which 10⁵ rows pin down far below their sampling noise;
+#: and the leave-one-out scores cost ``O(rows · k)`` per prefix block (40 s of an
+#: m = 10⁶, k = 100 fit on every row). Fits of at most this many rows use them all.
+CALIBRATION_ROWS = 100_000
+
+# Rows of kernel columns turned into features at once, at most (times k, in float64).
+_FEATURE_BLOCK = 1 << 22
+
+
+def calibration_sample(codes: np.ndarray, n_classes: int) -> np.ndarray:
+    """The rows (indices into ``codes``, ascending) the calibration is fitted on: every row
+    when there are at most :data:`CALIBRATION_ROWS`, else about that many, each class's
+    share of them as in the data (largest remainders; at least one row a class), spread
+    evenly over the class's rows in their order. No random draw: a fit in memory and one
+    on a cluster calibrate on the same rows."""
+    codes = np.asarray(codes)
+    m, limit = len(codes), int(CALIBRATION_ROWS)
+    if m <= limit:
+        return np.arange(m)
+    counts = np.bincount(codes, minlength=n_classes)
+    shares = limit * counts / m
+    taken = np.floor(shares).astype(np.int64)
+    # The rows left go to the largest remainders, ties to the lower class.
+    taken[np.argsort(taken - shares, kind="stable")[: limit - int(taken.sum())]] += 1
+    taken = np.minimum(np.maximum(taken, 1), counts)
+    chosen = []
+    for c in range(n_classes):
+        rows = np.flatnonzero(codes == c)
+        # The middle of each of taken[c] equal runs of the class's rows.
+        chosen.append(rows[(2 * np.arange(taken[c]) + 1) * counts[c] // (2 * taken[c])])
+    return np.sort(np.concatenate(chosen))
+
+
+@dataclass
+class ClassMoments:
+    """Per class ``c``: its rows' count ``n_c``, mean feature vector ``μ_c`` and scatter
+    ``S_c = Σ (f − μ_c)(f − μ_c)'``: the sufficient statistics of the discriminant's
+    ridge regression (whose weights and targets are constant within a class) and of the
+    bound's :class:`~gkfda.bounds.FeatureMoments`. Those of row blocks add up
+    (:meth:`merged`, Chan et al.'s pairwise update, which centres each block at its own
+    mean, so nothing cancels however far the features are from zero)."""
+
+    counts: np.ndarray  # (C,) int64
+    means: np.ndarray  # (C, k)
+    scatters: np.ndarray  # (C, k, k)
+
+    @classmethod
+    def of(cls, features: np.ndarray, codes: np.ndarray, n_classes: int) -> "ClassMoments":
+        features = np.asarray(features, dtype=np.float64)
+        k = features.shape[1]
+        counts = np.bincount(codes, minlength=n_classes).astype(np.int64)
+        means, scatters = np.zeros((n_classes, k)), np.zeros((n_classes, k, k))
+        for c in np.flatnonzero(counts):
+            rows = features[codes == c]
+            means[c] = rows.mean(axis=0)
+            deviations = rows - means[c]
+            scatters[c] = deviations.T @ deviations
+        return cls(counts, means, scatters)
+
+    def merged(self, other: "ClassMoments") -> "ClassMoments":
+        counts = self.counts + other.counts
+        means, scatters = self.means.copy(), self.scatters + other.scatters
+        for c in np.flatnonzero(self.counts * other.counts):
+            n_a, n_b = float(self.counts[c]), float(other.counts[c])
+            delta = other.means[c] - self.means[c]
+            means[c] += delta * (n_b / (n_a + n_b))
+            scatters[c] += np.outer(delta, delta) * (n_a * n_b / (n_a + n_b))
+        alone = (self.counts == 0) & (other.counts > 0)
+        means[alone] = other.means[alone]
+        return ClassMoments(counts, means, scatters)
+
+
+def combined(parts) -> ClassMoments:
+    """The moments of all the rows of ``parts`` (each a :class:`ClassMoments`), merged in order."""
+    parts = iter(parts)
+    total = next(parts)
+    for part in parts:
+        total = total.merged(part)
+    return total
+
+
+class KernelColumns:
+    """Exact kernel columns held in memory, as the discriminant reads them: ``matrix``
+    (``m × n``, rows in kernel order) restricted to its columns ``positions`` (all: None).
+    A fit on a cluster has its own (``_dask``) with the same two methods."""
+
+    def __init__(self, matrix, positions=None):
+        self.matrix, self.positions = matrix, positions
+
+    def select(self, positions) -> "KernelColumns":
+        return KernelColumns(self.matrix, np.asarray(positions, dtype=np.intp))
+
+    def rows(self, indices) -> np.ndarray:
+        """Rows ``indices`` of the columns (``|indices| × k``)."""
+        indices = np.asarray(indices, dtype=np.intp)
+        if self.positions is None:
+            return self.matrix[indices]
+        return self.matrix[np.ix_(indices, self.positions)]
+
+    def moments(self, projection, codes, n_classes, advance=None) -> ClassMoments:
+        """The :class:`ClassMoments` of the features ``K[:, support] R'`` of every row, by
+        blocks of rows (``advance(rows)`` after each)."""
+        m, k = len(self.matrix), projection.shape[0]
+        block = max(1, _FEATURE_BLOCK // max(k, 1))
+        parts = []
+        for start in range(0, m, block):
+            stop = min(m, start + block)
+            columns = self.matrix[start:stop]
+            if self.positions is not None:
+                columns = columns[:, self.positions]
+            parts.append(feature_moments(columns, projection, codes[start:stop], n_classes))
+            if advance is not None:
+                advance(stop - start)
+        if not parts:
+            return ClassMoments.of(np.zeros((0, k)), codes, n_classes)
+        return combined(parts)
+
+
+def feature_moments(columns, projection, codes, n_classes) -> ClassMoments:
+    """The :class:`ClassMoments` of the features of the kernel columns ``columns`` (a block
+    of rows), what a chunk on a cluster computes too."""
+    return ClassMoments.of(np.asarray(columns, dtype=np.float64) @ projection.T, codes, n_classes)
+
+
 def fit_discriminant(
-    kernel_train_support: np.ndarray,
+    kernel_train_support,
     kernel_support: np.ndarray,
     codes: np.ndarray,
     n_classes: int,
@@ -247,16 +373,26 @@ def fit_discriminant(
     projection: np.ndarray | None = None,
     n_threads: int = 1,
     progress=SILENT,
-) -> Discriminant:
+    return_moments: bool = False,
+):
     """Nyström features ``φ(X) = K[:, i] R'`` and the calibrated discriminant on them.
 
-    ``codes`` are the training samples' classes, ``0..n_classes-1``, each present;
-    ``priors`` the class priors (``None``: the class frequencies of ``codes``). A
-    ``projection`` ``R`` already computed for these bases (it does not depend on ``reg``)
-    is used as it is. ``n_threads`` share the calibration's prefixes (results do not
-    depend on it). ``progress`` (a ``_progress.FitProgress``) shows the phases
-    ``discriminant`` and ``calibration`` (its prefixes).
+    ``kernel_train_support``: the exact kernel columns of the bases, ``m × k`` (an array),
+    or where they are held (a :class:`KernelColumns`, or a cluster's chunks: anything with
+    its ``moments`` and ``rows``): the ridge regression reads only their features'
+    :class:`ClassMoments`, reduced over blocks of rows, and the calibration the features
+    of the rows of :func:`calibration_sample`. ``codes`` are the training samples' classes,
+    ``0..n_classes-1``, each present; ``priors`` the class priors (``None``: the class
+    frequencies of ``codes``). A ``projection`` ``R`` already computed for these bases (it
+    does not depend on ``reg``) is used as it is. ``n_threads`` share the calibration's
+    prefixes (results do not depend on it). ``progress`` (a ``_progress.FitProgress``)
+    shows the phases ``discriminant`` and ``calibration`` (its prefixes).
+    ``return_moments``: ``(model, moments)``, the moments of the features too.
     """
+    columns = kernel_train_support
+    if not hasattr(columns, "moments"):
+        columns = KernelColumns(columns)
+    codes = np.asarray(codes)
     tolerance = 1e-5 if np.asarray(kernel_support).dtype == np.float32 else 1e-10
     if not kernel_scale > 0.0:
         kernel_scale = 1.0
@@ -264,16 +400,35 @@ def fit_discriminant(
         with progress.phase("discriminant"):
             if projection is None:
                 projection = nystrom_projection(kernel_support, tolerance)
-            features = np.asarray(kernel_train_support, dtype=np.float64) @ projection.T
-            (feature_mean, target_mean, cholesky, orthonormal, target_products, root, weights, targets, counts,
-             empirical) = _ridge_regression(features, codes, n_classes, reg, kernel_scale)
+            moments = columns.moments(projection, codes, n_classes)
+            feature_mean, target_mean, cholesky, target_products = _ridge_regression(
+                moments, n_classes, reg, kernel_scale)
+        counts = moments.counts
+        m = int(counts.sum())
+        empirical = counts / m
         log_priors = np.log(empirical if priors is None else np.asarray(priors, dtype=np.float64))
-        with progress.phase("calibration", total=features.shape[1], unit="prefix"):
+        k = projection.shape[0]
+        with progress.phase("calibration", total=k, unit="prefix"):
+            sample = calibration_sample(codes, n_classes)
+            sampled = codes[sample]
+            weights = m / (n_classes * counts[sampled])  # each class weighs m / C
+            root = np.sqrt(weights)
+            # The sample's rows of Q = √W Φ_c U⁻¹, the data rows of the ridge-augmented least
+            # squares' orthonormal factor (of the regression on every row), made in place: the
+            # sample's N × k arrays are the most a fit on a cluster holds on its driver.
+            orthonormal = np.asarray(columns.rows(sample), dtype=np.float64) @ projection.T
+            orthonormal -= feature_mean
+            orthonormal *= root[:, None]
+            orthonormal = scipy.linalg.solve_triangular(cholesky, orthonormal.T, trans="T", lower=False,
+                                                        overwrite_b=True).T
+            targets = np.zeros((len(sample), n_classes - 1))
+            rest = sampled > 0
+            targets[rest, sampled[rest] - 1] = 1.0
             score_weights, score_bias = _calibrations(
-                orthonormal, target_products, root, weights / len(codes), targets, target_mean, codes, counts,
+                orthonormal, target_products, root, weights / m, targets, target_mean, sampled, counts,
                 np.log(empirical), n_threads, progress.advance,
             )
-    return Discriminant(
+    model = Discriminant(
         support=np.asarray(support, dtype=np.int64),
         projection=projection,
         feature_mean=feature_mean,
@@ -288,31 +443,33 @@ def fit_discriminant(
         stopped_early=stopped_early,
         kernel_passes=kernel_passes,
     )
+    return (model, moments) if return_moments else model
 
 
-def _ridge_regression(features, codes, n_classes, reg, kernel_scale):
+def _ridge_regression(moments, n_classes, reg, kernel_scale):
     """The discriminant's weighted ridge regression of the class indicators on the training
-    features ``features`` (m, k) (the module's docstring), and what its calibration reads."""
-    m, k = features.shape
-    counts = np.bincount(codes, minlength=n_classes)
-    weights = m / (n_classes * counts[codes])  # each class weighs m / C
-    root = np.sqrt(weights)
-    targets = np.zeros((m, n_classes - 1))
-    rest = codes > 0
-    targets[rest, codes[rest] - 1] = 1.0
-    feature_mean = weights @ features / m
-    target_mean = weights @ targets / m
-    weighted = root[:, None] * (features - feature_mean)
-    weighted_targets = root[:, None] * (targets - target_mean)
+    features (the module's docstring), from their :class:`ClassMoments`:
+    ``(μ, ȳ, U, P)``.
+
+    Each class weighs ``w_c n_c = m / C``, and its rows share their weight and target, so
+    with ``δ_c = μ_c − μ``: ``Φ_c'WΦ_c = Σ_c w_c (S_c + n_c δ_c δ_c')`` and
+    ``Φ_c'W Y_c = Σ_c (m / C) δ_c (t_c − ȳ)'``."""
+    counts = moments.counts
+    m, k = int(counts.sum()), moments.means.shape[1]
+    share = m / n_classes
+    class_weights = share / counts
+    feature_mean = moments.means.sum(axis=0) / n_classes
+    class_targets = np.eye(n_classes)[:, 1:]  # t_c: class 0 is implied
+    target_mean = np.full(n_classes - 1, 1.0 / n_classes)
+    deviations = moments.means - feature_mean
+    gram = np.einsum("c,cij->ij", class_weights, moments.scatters) + share * (deviations.T @ deviations)
     ridge = m * max(float(reg), SMALLEST_REG) * kernel_scale
-    gram = weighted.T @ weighted
     gram[np.diag_indices(k)] += ridge
     cholesky = scipy.linalg.cholesky(gram, lower=False) if k else np.zeros((0, 0))
-    # Q = √W Φ_c U⁻¹, the data rows of the ridge-augmented least squares' orthonormal factor.
-    orthonormal = scipy.linalg.solve_triangular(cholesky, weighted.T, trans="T", lower=False).T
-    target_products = orthonormal.T @ weighted_targets
-    return (feature_mean, target_mean, cholesky, orthonormal, target_products, root, weights, targets, counts,
-            counts / m)
+    products = share * (deviations.T @ (class_targets - target_mean))
+    target_products = (scipy.linalg.solve_triangular(cholesky, products, trans="T", lower=False) if k
+                       else np.zeros((0, n_classes - 1)))
+    return feature_mean, target_mean, cholesky, target_products
 
 
 def _calibrations(orthonormal, target_products, root, intercept_leverage, targets, target_mean, codes, counts,

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._discriminant import KernelColumns
 from ._factor import auto_factor_rank, check_kernel_range, factor_width, resolved_solver, training_factor
 from ._factor import diagonal as factor_diagonal
 from ._progress import SILENT, FitProgress
@@ -182,30 +183,26 @@ class TrainingProblem:
                                self.params["coef0"])
 
     def columns(self, supports, kernel):
-        """A function of one support (kernel-order indices) giving its exact kernel columns
-        (``m × |support|``) and their ``|support| × |support|`` block, for the ``supports``
-        of every selection. A factored fit makes ``K(X, X[union])`` of their union once,
-        with ``kernel`` (the estimator's), ``m × |union|``, never ``m×m``."""
+        """A function of one support (kernel-order indices) giving its exact kernel columns,
+        where they are held (a ``_discriminant.KernelColumns``, or the chunks' on a cluster),
+        and their ``|support| × |support|`` block, for the ``supports`` of every selection. A
+        factored fit makes ``K(X, X[union])`` of their union once, with ``kernel`` (the
+        estimator's), ``m × |union|``, never ``m×m``."""
         if self.kernel is not None:
-            K = self.kernel
-            self.progress.advance(len(K))  # every row's columns are there already
-            return lambda support: (K[:, support], K[np.ix_(support, support)])
-        union = np.unique(np.concatenate([np.asarray(support, dtype=np.intp) for support in supports]))
-        cross = self._union_columns(union, kernel)
+            self.progress.advance(len(self.kernel))  # every row's columns are there already
+            cross, union = KernelColumns(self.kernel), None
+        else:
+            union = np.unique(np.concatenate([np.asarray(support, dtype=np.intp) for support in supports]))
+            cross = self._union_columns(union, kernel)
 
         def columns(support):
-            block = cross[:, np.searchsorted(union, support)]
-            return block, block[support]
+            support = np.asarray(support, dtype=np.intp)
+            held = cross.select(support if union is None else np.searchsorted(union, support))
+            return held, held.rows(support)
 
-        if len(supports) == 1:
-            # One selection: its columns gathered in its order once, here, in the phase that
-            # makes them (at m = 200,000 and k = 100 the gather alone takes about a second).
-            only = np.asarray(supports[0], dtype=np.intp)
-            gathered = columns(only)
-            return lambda support: gathered if np.array_equal(support, only) else columns(support)
         return columns
 
-    def _union_columns(self, union, kernel) -> np.ndarray:
+    def _union_columns(self, union, kernel) -> KernelColumns:
         """``K(X, X[union])`` in kernel order (``m × |union|``), of a factored fit's rows."""
         basis = np.ascontiguousarray(self.rows[union])
         m = len(self.rows)
@@ -217,7 +214,7 @@ class TrainingProblem:
             cross[start:stop] = kernel_between(self.rows[start:stop], basis, kernel, self.params, self.dtype,
                                                self.threads)
             self.progress.advance(stop - start)
-        return cross
+        return KernelColumns(cross)
 
 
 def prepare_training(estimator, X, y, rng) -> TrainingProblem:

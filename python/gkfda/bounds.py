@@ -251,6 +251,13 @@ class FeatureMoments(PackedTriangles):
         return cls(counts, means, scatters, np.tril(features[support_rows]),
                    np.asarray(codes)[support_rows].astype(np.int64), float(largest_norm))
 
+    @classmethod
+    def from_moments(cls, moments, support_features, support_codes, largest_norm) -> "FeatureMoments":
+        """From the features' ``_discriminant.ClassMoments`` (reduced over the rows, wherever
+        they are held), the bases' features ``(k, k)`` and their classes."""
+        return cls(np.asarray(moments.counts, dtype=np.int64), moments.means, moments.scatters,
+                   np.tril(support_features), np.asarray(support_codes).astype(np.int64), float(largest_norm))
+
     def truncated(self, j: int) -> "FeatureMoments":
         return FeatureMoments(
             self.class_counts, self.class_means[:, :j], self.class_scatters[:, :j, :j],

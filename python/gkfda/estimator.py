@@ -361,16 +361,19 @@ class GreedyKFDA(
         problem.factor = None  # Φ (m × p) is read by the selection only: let it go
         with problem.progress.phase("exact columns", total=len(by_class), unit="row"):
             columns = problem.columns([support for support, _, _ in selections], self.kernel)
+            # Each selection's columns where they are held, and their block of the bases.
+            held = [columns(support) for support, _, _ in selections]
         diagonal = problem.diagonal()
         kernel_scale = float(np.mean(diagonal, dtype=np.float64))
-        self._models = [
+        fitted = [
             fit_discriminant(
-                *columns(support), codes, *self._problem_classes(c),
+                *held[c], codes, *self._problem_classes(c),
                 by_class[support], float(self.reg), kernel_scale, stopped_early, passes, n_threads=threads,
-                progress=problem.progress,
+                progress=problem.progress, return_moments=True,
             )
             for c, (codes, (support, stopped_early, passes)) in enumerate(zip(problems, selections))
         ]
+        self._models = [model for model, _ in fitted]
         if any(len(support) == 0 for support, _, _ in selections):
             warnings.warn(
                 "the selection chose no basis: every column of the kernel is numerically "
@@ -388,11 +391,14 @@ class GreedyKFDA(
         # What the generalisation bound needs of the training set (two classes only).
         self._feature_moments = None
         if len(self.classes_) == 2:
-            (support, _, _), model = selections[0], self._models[0]
+            (support, _, _), (model, moments) = selections[0], fitted[0]
             largest_norm = float(np.sqrt(max(np.max(diagonal), 0.0)))
-            with one_blas_thread(), problem.progress.phase("bound statistics"):  # O(m k²); OpenBLAS would spin
-                features = np.asarray(columns(support)[0], dtype=np.float64) @ model.projection.T
-                self._feature_moments = FeatureMoments.of(features, problem.codes, support, largest_norm)
+            with one_blas_thread(), problem.progress.phase("bound statistics"):
+                # The discriminant's per-class moments of the features are the bound's; the
+                # bases' own features are their block of the columns, projected.
+                support_features = np.asarray(held[0][1], dtype=np.float64) @ model.projection.T
+                self._feature_moments = FeatureMoments.from_moments(moments, support_features,
+                                                                    problem.codes[support], largest_norm)
         self._fitted_k = problem.k
         union = np.unique(np.concatenate([model.support for model in self._models]))
         # Keep only the training points the models need, indexed by training index.
