@@ -133,6 +133,6 @@ pub(crate) const SIGNAL_POLL: std::time::Duration = std::time::Duration::from_mi
 pub(crate) const WATCHED_KERNEL_WORK: usize = 1 << 26;
 /// Most rows of a kernel expansion (an estimator's prediction) run on the calling thread
 /// with the GIL held: one-row calls are too short to be worth releasing it. The estimators
-/// skip their thread-count look-up up to the same size (`_ONE_THREAD_ROWS`).
+/// skip their thread-count look-up up to the same size (`_core.ONE_THREAD_ROWS`).
 #[cfg(feature = "python")]
 pub(crate) const ONE_THREAD_ROWS: usize = 64;

@@ -50,11 +50,6 @@ MULTICLASS = ("shared", "ovr")
 DEFAULT_K_PER_CLASS = 25
 DEFAULT_K_PER_PROBLEM = 50
 
-# The core's kernel expansion runs inputs of at most this many rows on the calling thread
-# (`ONE_THREAD_ROWS` in src/tuning.rs): a thread pool costs more than their work.
-_ONE_THREAD_ROWS = 64
-
-
 class GreedyKFDA(
     SparsityPath, FisherDiscriminantBound, ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
     BaseEstimator,
@@ -567,9 +562,9 @@ class GreedyKFDA(
         if core_kernel(self.kernel, self.degree) is not None:
             # f(z) = Σ_j α_j κ(z, x_j) + b with α = R'w: one call, k kernel evaluations a row.
             X_ready = self._prediction_input(X)
-            # The core runs up to _ONE_THREAD_ROWS rows on the calling thread whatever it is
+            # The core runs up to ONE_THREAD_ROWS rows on the calling thread whatever it is
             # given: the thread count (a system call) is looked up only for larger inputs.
-            threads = 1 if X_ready.shape[0] <= _ONE_THREAD_ROWS else thread_count(self.n_jobs)
+            threads = 1 if X_ready.shape[0] <= _core.ONE_THREAD_ROWS else thread_count(self.n_jobs)
             try:
                 return kernel_expansion(
                     X_ready, self._union_points, self._expansion_weights, self._expansion_bias,

@@ -74,6 +74,9 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     // The most one-vs-rest selections that run at once: the memory estimate counts them.
     module.add("SHARED_SELECTIONS", crate::tuning::SHARED_SELECTIONS)?;
+    // The rows of a kernel expansion run on the calling thread: the estimators skip their
+    // thread-count look-up up to as many.
+    module.add("ONE_THREAD_ROWS", crate::tuning::ONE_THREAD_ROWS)?;
     kernels::register(module)?;
     selection::register(module)?;
     factor::register(module)?;
