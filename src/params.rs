@@ -203,12 +203,13 @@ pub struct GreedyParams {
     pub n_threads: usize,
 }
 
+/// The defaults of `GreedyKFDA`: `optimal` picks, `projection` deflation (MPKFDA's own).
 impl Default for GreedyParams {
     fn default() -> Self {
         GreedyParams {
             k: 10,
             criterion: Criterion::Optimal,
-            deflation: Deflation::Schur,
+            deflation: Deflation::Projection,
             stages: 1,
             random_order: None,
             seed: 0,

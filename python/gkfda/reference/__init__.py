@@ -131,7 +131,7 @@ def select(
     y,
     k,
     criterion="optimal",
-    deflation="schur",
+    deflation="projection",
     stages=1,
     random_state=None,
     tol=None,
@@ -149,7 +149,7 @@ def select(
     k : int
         Number of bases to choose.
     criterion, deflation : str
-        See ``CRITERIA`` and ``DEFLATIONS``.
+        See ``CRITERIA`` and ``DEFLATIONS``; the defaults are ``GreedyKFDA``'s.
     stages : int
         ``S``, the number of bases taken per stage from the stage-start scores.
     random_state : int, Generator or None
