@@ -10,7 +10,9 @@ rbf with ``gamma=1/20``; the default criterion and deflation (``optimal``, ``pro
 On a ``LocalCluster`` of 2 worker processes of one thread each, for each chunk count: the
 selections of the dask fits of ``k`` bases and of one basis (``GreedyKFDA._select`` timed),
 the cost of a pick their difference over ``k − 1`` (the selection's set-up is in both), and the bytes a pick
-sends over the network and the driver's waits on the cluster, counted at the holder's rounds. The baseline is the in-memory
+sends over the network and the driver's waits on the cluster, counted at the holder's rounds,
+and the time of a round that does nothing (one task a chunk, waited for: the floor of any
+round on this cluster). The baseline is the in-memory
 factored fit's pick in the same run (``n_jobs=2``), measured the same way. Each fit is the
 median of ``--repeats`` runs. Prints a Markdown table.
 """
@@ -96,6 +98,25 @@ class Traffic:
 
         wrapped("_round", waits)
         wrapped("advance", advance)
+
+
+def _nothing(block):
+    return 0
+
+
+def round_floor_seconds(client, parts, rounds=30):
+    """The median time of a round that does nothing: one task a chunk, each on its chunk,
+    submitted and waited for as a pick's round is; what the scheduler and the network take
+    whatever the round computes."""
+    from gkfda import _dask
+
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        futures = [client.submit(_nothing, part, pure=False) for part in parts]
+        _dask._wait(futures, "a round that does nothing")
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
 
 
 def resident_bytes(field):
@@ -247,18 +268,20 @@ def main():
                     setattr(_dask.ChunkedFactorRows, name, original)
             bytes_per_pick = (full[0] - one[0]) / (args.k - 1)
             calls_per_pick = (full[1] - one[1]) / (args.k - 1)
-            rows.append((n_chunks, per_pick, bytes_per_pick, calls_per_pick))
+            floor = round_floor_seconds(client, distributed.futures_of(Xd))
+            rows.append((n_chunks, per_pick, bytes_per_pick, calls_per_pick, floor))
     finally:
         client.close()
         cluster.close()
 
     print(f"m = {args.m:,}, p = {args.rank}, k = {args.k}; 2 worker processes of 1 thread; "
           f"in-memory factored pick (n_jobs=2): {1e3 * baseline:.1f} ms\n")
-    print("| chunks | ms per pick | × in-memory pick | KiB over the network per pick | waits on the cluster per pick |")
-    print("|---|---|---|---|---|")
-    for n_chunks, per_pick, bytes_per_pick, calls in rows:
+    print("| chunks | ms per pick | × in-memory pick | KiB over the network per pick | waits on the cluster per pick "
+          "| a round that does nothing, ms | its × in-memory pick |")
+    print("|---|---|---|---|---|---|---|")
+    for n_chunks, per_pick, bytes_per_pick, calls, floor in rows:
         print(f"| {n_chunks} | {1e3 * per_pick:.1f} | {per_pick / baseline:.1f} | {bytes_per_pick / 1024:,.0f} "
-              f"| {calls:.1f} |")
+              f"| {calls:.1f} | {1e3 * floor:.1f} | {floor / baseline:.1f} |")
 
 
 if __name__ == "__main__":
