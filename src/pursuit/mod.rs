@@ -9,6 +9,8 @@
 //! [`crate::selection`], `K_t = K_0 − Σ_r u_r v_r'` is never written: each pick forms its
 //! column from `K_0` and the terms, then updates every statistic in O(m) from one read of
 //! each `K_0` with a few right-hand sides, so a pick costs O(m²) whatever the method.
+//! Over factors `K_0 = ΦΦ'` in memory the deflation is held in the factor's coordinates
+//! instead (`pspace`: `K_t = Φ S_t Φ'`), a pick one pass over each `Φ`.
 //!
 //! | method ([`Method`])  | score of column `j`                 | deflation              |
 //! |----------------------|-------------------------------------|------------------------|
