@@ -483,11 +483,11 @@ impl<'a, F: Real> CoordinatesEngine<'a, F> {
         match self.spec.deflation {
             Deflation::Pivot => {
                 let pivot = dot(&phi, &tau);
-                if !(pivot > 0.0) {
-                    return None;
-                }
-                let a = scaled(&tau, 1.0 / pivot.sqrt());
-                Some((a.clone(), a))
+                // NaN is no pivot either.
+                (pivot > 0.0).then(|| {
+                    let a = scaled(&tau, 1.0 / pivot.sqrt());
+                    (a.clone(), a)
+                })
             }
             Deflation::Projection => {
                 // Re-orthogonalised against the earlier directions in turn, as the terms
@@ -497,7 +497,7 @@ impl<'a, F: Real> CoordinatesEngine<'a, F> {
                     tau.iter_mut().zip(a).for_each(|(t, &a)| *t -= factor * a);
                 }
                 let norm2 = dot(&tau, &times(&state.gram, &tau));
-                if !(norm2 > 0.0) {
+                if norm2.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
                     return None;
                 }
                 let a = scaled(&tau, 1.0 / norm2.sqrt());
