@@ -8,6 +8,10 @@
 //! - cross `c ← c − v_x∘(K_{y,t}'u_x) − v_y∘(K_{x,t}'u_y) + (u_x'u_y) v_x∘v_y`.
 //!
 //! Every product with a `K_0` of a pick comes from one read of that kernel.
+//!
+//! This engine runs over dense kernels, factors held elsewhere, and factors in memory too
+//! wide for `p×p` matrices; over other factors in memory the same updates run in the
+//! factor's coordinates ([`super::pspace`]), with every `m`-vector `Φ` times a `p`-vector.
 
 use super::{Deflation, Pursuit, Spec, Statistic};
 use crate::error::{Error, Result};

@@ -9,6 +9,8 @@
 //! [`crate::selection`], `K_t = K_0 − Σ_r u_r v_r'` is never written: each pick forms its
 //! column from `K_0` and the terms, then updates every statistic in O(m) from one read of
 //! each `K_0` with a few right-hand sides, so a pick costs O(m²) whatever the method.
+//! Over factors `K_0 = ΦΦ'` in memory the deflation is held in the factor's coordinates
+//! instead (`pspace`: `K_t = Φ S_t Φ'`), a pick one pass over each `Φ`.
 //!
 //! | method ([`Method`])  | score of column `j`                 | deflation              |
 //! |----------------------|-------------------------------------|------------------------|
@@ -24,13 +26,16 @@
 //! and its other deflations and stages.
 
 mod engine;
+mod pspace;
 
 use crate::error::{Error, Result};
 use crate::operator::KernelOperator;
 use crate::params::Criterion;
 use crate::real::Real;
+use crate::selection::FactoredForm;
 use engine::PursuitEngine;
 use ndarray::ArrayView2;
+use pspace::CoordinatesEngine;
 use std::sync::atomic::AtomicBool;
 
 /// The methods' names, in [`Method`]'s order, as the bindings take them.
@@ -46,8 +51,10 @@ pub struct Pursuit {
     pub scores: Vec<f64>,
     /// True when no admissible column was left before `k` picks.
     pub stopped_early: bool,
-    /// Full reads of a kernel made (the statistics' set-up pass included; two kernels
-    /// count one each).
+    /// Full reads of a kernel made, two kernels counting one each: over a dense kernel or
+    /// as terms, one read of each `K_0` to set up and one a pick but the last; over a
+    /// factor in memory in the factor's coordinates, the passes over each `Φ`: two to set
+    /// up (its `p×p` matrices, then the statistics of `K_0`) and one a pick but the last.
     pub kernel_passes: usize,
 }
 
@@ -135,12 +142,28 @@ pub fn pursue_with_stop<F: Real>(
 
 /// [`pursue_with_stop`] over any kernel operator: the dense kernel or a factor
 /// `K_0 = ΦΦ'` ([`KernelOperator::factored_of`]; for [`Method::Correlation`] both views
-/// of one kind), which picks as on the explicit `ΦΦ'` at O(mp) a product.
+/// of one kind), which picks as on the explicit `ΦΦ'` at O(mp) a pick: factors in memory
+/// in the factor's coordinates where their `p×p` matrices are affordable
+/// ([`FactoredForm::Auto`]).
 pub fn pursue_on<F: Real>(
     kernel: KernelOperator<'_, F>,
     method: &Method<'_, F>,
     params: &PursuitParams,
     stop: &AtomicBool,
+) -> Result<Pursuit> {
+    pursue_in_form(kernel, method, params, stop, FactoredForm::Auto)
+}
+
+/// [`pursue_on`] with the form of a pursuit over factors in memory chosen: in the
+/// factor's coordinates (`K_t = Φ S_t Φ'`, one pass over each `Φ` a pick) or as rank-one
+/// terms of `m`-vectors (`K_t = ΦΦ' − UV'`). `form` is ignored for dense kernels and
+/// factors held elsewhere, which keep the terms.
+pub fn pursue_in_form<'a, F: Real>(
+    kernel: KernelOperator<'a, F>,
+    method: &Method<'a, F>,
+    params: &PursuitParams,
+    stop: &AtomicBool,
+    form: FactoredForm,
 ) -> Result<Pursuit> {
     let m = kernel.m();
     let tol = validate(m, method, params)?;
@@ -149,6 +172,29 @@ pub fn pursue_on<F: Real>(
         _ => None,
     };
     let spec = Spec::of(method, m);
+    let in_memory = |kernel: KernelOperator<'a, F>| -> Option<(&'a [F], usize)> {
+        match kernel {
+            KernelOperator::Factored { factor, p, .. } => Some((factor, p)),
+            KernelOperator::Dense { .. } | KernelOperator::External(_) => None,
+        }
+    };
+    let factors: Option<Vec<(&[F], usize)>> = std::iter::once(kernel)
+        .chain(second)
+        .map(in_memory)
+        .collect();
+    if let Some(factors) = factors {
+        let widths: Vec<usize> = factors.iter().map(|&(_, p)| p).collect();
+        let coordinates = match form {
+            FactoredForm::Coordinates => true,
+            FactoredForm::Terms => false,
+            FactoredForm::Auto => pspace::suits(m, params.k, &widths, &spec),
+        };
+        if coordinates {
+            let mut engine = CoordinatesEngine::new(&factors, m, spec, tol, params.n_threads)?;
+            let pool = std::sync::Arc::clone(&engine.pool);
+            return pool.install(|| engine.run(params.k, stop));
+        }
+    }
     let mut engine = PursuitEngine::new(kernel, second, spec, tol, params.n_threads)?;
     let pool = std::sync::Arc::clone(&engine.pool);
     pool.install(|| engine.run(params.k, stop))
