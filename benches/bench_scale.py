@@ -18,7 +18,8 @@ each of the given factor ranks (and at m = 20,000 the dense one), how its accura
 the dense fit's as ``ΦΦ'`` approaches ``K``. Each fit runs in a process of its own,
 whose peak resident memory (the data included) is reported. Prints a Markdown table; each
 fit's time is also given as a ratio to the last row's, measured in the same run
-(``Nystroem(p)`` + LDA; LDA for the linear kernel; in a sweep, the dense fit).
+(``Nystroem(p)`` + LDA; LDA for the linear kernel; in a sweep, the dense fit), and each
+factored fit's phases (its ``verbose=True`` bars, timed) follow the table.
 """
 
 from __future__ import annotations
@@ -48,14 +49,39 @@ def data(m):
     return X[:m], y[:m], X[m:], y[m:]
 
 
+def timed_phases():
+    """Each phase's seconds of the fits that follow, as their ``verbose`` bars open and close
+    (``gkfda._progress``), filled in as they end."""
+    from gkfda import _progress
+
+    phases, opened = {}, {}
+    init, close = _progress._Bar.__init__, _progress._Bar.close
+
+    def timed_init(bar, name, total, unit):
+        opened[id(bar)] = (name, time.perf_counter())
+        init(bar, name, total, unit)
+
+    def timed_close(bar):
+        close(bar)
+        name, start = opened.pop(id(bar), (None, 0.0))
+        if name is not None:
+            phases[name] = phases.get(name, 0.0) + time.perf_counter() - start
+
+    _progress._Bar.__init__, _progress._Bar.close = timed_init, timed_close
+    return phases
+
+
 def worker(method, m, seed, rank, pool):
     X, y, X_test, y_test = data(m)
+    phases = {}
     start = time.perf_counter()
     if method in ("factored", "dense"):
         from gkfda import GreedyKFDA
 
+        # The bars go to the captured stderr; their phases' times come back with the result.
+        phases = timed_phases()
         model = GreedyKFDA(k=K, gamma=1 / 20, dtype="float32", solver=method, factor_rank=rank,
-                           factor_pool=pool, random_state=seed).fit(X, y)
+                           factor_pool=pool, random_state=seed, verbose=True).fit(X, y)
     elif method == "linear":
         from gkfda import GreedyKFDA
 
@@ -76,7 +102,7 @@ def worker(method, m, seed, rank, pool):
     accuracy = float(model.score(X_test, y_test))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     bases = int(getattr(model, "k_", 0))
-    print(json.dumps({"seconds": seconds, "accuracy": accuracy, "peak": peak, "bases": bases}))
+    print(json.dumps({"seconds": seconds, "accuracy": accuracy, "peak": peak, "bases": bases, "phases": phases}))
 
 
 def run(method, m, seed, rank, pool):
@@ -133,6 +159,9 @@ def main():
         rows.append((f"Nystroem({2 * K}) + LDA", [run("nystroem_2k", m, 0, args.rank, "uniform")]))
         rows.append((f"Nystroem({args.rank}) + LDA", [run("nystroem_p", m, 0, args.rank, "uniform")]))
         print_rows(m, rows)
+        for name, results in rows[: len(args.pools)]:
+            phases = ", ".join(f"{phase} {seconds:.1f}" for phase, seconds in results[0]["phases"].items())
+            print(f"\n{name} at m = {m:,}, its phases (s): {phases}")
 
 
 def print_rows(m, rows):
