@@ -263,29 +263,11 @@ impl<'a, F: Real> PursuitEngine<'a, F> {
 
     /// The best admissible column not yet `chosen` (ties to the lowest index) and its score.
     fn best(&self, chosen: &[bool]) -> Option<(usize, F)> {
-        let n_statistics = self.values.len();
-        let mut values = vec![F::zero(); n_statistics];
-        let mut initial = vec![F::zero(); n_statistics];
-        let mut best: Option<(usize, F)> = None;
-        for j in (0..self.m).filter(|&j| !chosen[j]) {
-            for s in 0..n_statistics {
-                values[s] = self.values[s][j];
-                initial[s] = self.initial[s][j];
-            }
-            // A NaN score (from a non-finite kernel) is not a candidate.
-            let Some(score) = self
-                .spec
-                .score
-                .of(j, &values, &initial, self.tol)
-                .filter(|score| !score.is_nan())
-            else {
-                continue;
-            };
-            if best.is_none_or(|(_, top)| score > top) {
-                best = Some((j, score));
-            }
-        }
-        best
+        let values: Vec<&[F]> = self.values.iter().map(Vec::as_slice).collect();
+        let columns = (0..self.m).filter(|&j| !chosen[j]).map(|j| (j, j));
+        self.spec
+            .score
+            .best(columns, &values, &self.initial, self.tol)
     }
 
     pub(super) fn run(&mut self, k: usize, stop: &AtomicBool) -> Result<Pursuit> {

@@ -353,6 +353,37 @@ impl<F: Real> Spec<F> {
 }
 
 impl<F: Real> Score<F> {
+    /// The best admissible of `columns`, each `(j, at)`: column `j`, whose statistic `s` is
+    /// `values[s][at]` (initially `initial[s][j]`); ties to the first, a NaN score (from a
+    /// non-finite kernel) no candidate.
+    pub(crate) fn best(
+        &self,
+        columns: impl Iterator<Item = (usize, usize)>,
+        values: &[&[F]],
+        initial: &[Vec<F>],
+        tol: F,
+    ) -> Option<(usize, F)> {
+        let mut now = vec![F::zero(); values.len()];
+        let mut at_start = vec![F::zero(); values.len()];
+        let mut best: Option<(usize, F)> = None;
+        for (j, at) in columns {
+            for s in 0..values.len() {
+                now[s] = values[s][at];
+                at_start[s] = initial[s][j];
+            }
+            let Some(score) = self
+                .of(j, &now, &at_start, tol)
+                .filter(|score| !score.is_nan())
+            else {
+                continue;
+            };
+            if best.is_none_or(|(_, top)| score > top) {
+                best = Some((j, score));
+            }
+        }
+        best
+    }
+
     /// The score of column `j`, whose statistics are `values` (initially `initial`), or
     /// `None` when it is not admissible.
     pub(crate) fn of(&self, j: usize, values: &[F], initial: &[F], tol: F) -> Option<F> {

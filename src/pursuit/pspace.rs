@@ -722,27 +722,12 @@ fn block_best<F: Real>(
     rows: std::ops::Range<usize>,
     tol: F,
 ) -> Option<(usize, F)> {
-    let n_statistics = pieces.len();
-    let mut values = vec![F::zero(); n_statistics];
-    let mut at_start = vec![F::zero(); n_statistics];
-    let mut best: Option<(usize, F)> = None;
-    for (local, j) in rows.enumerate().filter(|&(_, j)| !chosen[j]) {
-        for s in 0..n_statistics {
-            values[s] = pieces[s][local];
-            at_start[s] = initial[s][j];
-        }
-        // A NaN score (from a non-finite kernel) is not a candidate.
-        let Some(score) = score
-            .of(j, &values, &at_start, tol)
-            .filter(|score| !score.is_nan())
-        else {
-            continue;
-        };
-        if best.is_none_or(|(_, top)| score > top) {
-            best = Some((j, score));
-        }
-    }
-    best
+    let values: Vec<&[F]> = pieces.iter().map(|piece| &**piece).collect();
+    let columns = rows
+        .enumerate()
+        .filter(|&(_, j)| !chosen[j])
+        .map(|(at, j)| (j, at));
+    score.best(columns, &values, initial, tol)
 }
 
 #[cfg(test)]
