@@ -53,8 +53,8 @@ impl Moments {
     /// The moments of the row-major `rows×p` block `factor` whose rows have the class codes
     /// `classes` (`0..class_weights.len()`), class `c` weighing `class_weights[c]`: for each
     /// fixed block of rows, each class's rows gathered and their Gram matrix's lower triangle
-    /// made in `F` (`m p²/2` multiply-adds in all), the blocks' products added in `f64` in
-    /// block order.
+    /// made in `F` (`m p²/2` multiply-adds in all), the blocks' triangles added in `f64` in
+    /// block order and mirrored once.
     pub fn of_rows<F: Real>(
         pool: &rayon::ThreadPool,
         factor: &[F],
@@ -87,12 +87,8 @@ impl Moments {
                 let block =
                     ArrayView2::from_shape((gathered.len() / p, p), &gathered).expect("whole rows");
                 product.fill(F::zero());
+                // The lower triangle alone (the rest stays 0): mirrored once in the total.
                 gram_lower(product.view_mut(), block);
-                for i in 0..p {
-                    for j in 0..i {
-                        product[(j, i)] = product[(i, j)];
-                    }
-                }
                 let values = product.as_slice().expect("a row-major product");
                 let pairs = moments.gram.iter_mut().zip(moments.weighted.iter_mut());
                 for ((g, e), &value) in pairs.zip(values) {
@@ -117,6 +113,13 @@ impl Moments {
                 total.add(partial);
             }
             start = end;
+        }
+        for matrix in [&mut total.gram, &mut total.weighted] {
+            for i in 0..p {
+                for j in 0..i {
+                    matrix[j * p + i] = matrix[i * p + j];
+                }
+            }
         }
         Ok(total)
     }
