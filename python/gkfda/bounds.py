@@ -235,26 +235,11 @@ class FeatureMoments(PackedTriangles):
     _TRIANGLES = {"class_scatters": "symmetric", "support_features": "lower"}
 
     @classmethod
-    def of(cls, features, codes, support_rows, largest_norm) -> "FeatureMoments":
-        """From the training features ``(m, k)``, their class codes and the bases' rows."""
-        features = np.asarray(features, dtype=np.float64)
-        k = features.shape[1]
-        counts = np.bincount(codes, minlength=2)
-        means, scatters = np.zeros((2, k)), np.zeros((2, k, k))
-        for c in range(2):
-            rows = features[codes == c]
-            means[c] = rows.mean(axis=0)
-            deviations = rows - means[c]
-            scatters[c] = deviations.T @ deviations
-        # The bases' features are L (L L' = K[support, support]), lower triangular: the
-        # rounding left above its diagonal is cleared.
-        return cls(counts, means, scatters, np.tril(features[support_rows]),
-                   np.asarray(codes)[support_rows].astype(np.int64), float(largest_norm))
-
-    @classmethod
     def from_moments(cls, moments, support_features, support_codes, largest_norm) -> "FeatureMoments":
         """From the features' ``_discriminant.ClassMoments`` (reduced over the rows, wherever
         they are held), the bases' features ``(k, k)`` and their classes."""
+        # The bases' features are L (L L' = K[support, support]), lower triangular: the
+        # rounding left above its diagonal is cleared.
         return cls(np.asarray(moments.counts, dtype=np.int64), moments.means, moments.scatters,
                    np.tril(support_features), np.asarray(support_codes).astype(np.int64), float(largest_norm))
 
