@@ -32,6 +32,7 @@ mod test_common;
 pub mod calibration;
 pub mod capi;
 pub mod checks;
+pub mod csr;
 pub mod error;
 pub mod factor;
 pub mod kernel;
