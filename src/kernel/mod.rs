@@ -17,6 +17,7 @@ use ndarray::ArrayViewMut2;
 mod blocks;
 mod dense;
 mod expansion;
+mod sparse;
 #[cfg(test)]
 mod tests;
 
@@ -25,6 +26,7 @@ pub use dense::{cross, cross_with_stop, gram, gram_into, gram_into_with_stop};
 pub(crate) use dense::{cross_prepared, gemm, gram_lower, times_lower};
 pub use expansion::{expansion, expansion_with_stop};
 pub(crate) use expansion::{expansion_direct, expansion_prepared};
+pub use sparse::{cross_csr_dense_with_stop, cross_csr_with_stop};
 
 /// A positive semi-definite kernel function.
 #[derive(Debug, Clone, Copy, PartialEq)]
