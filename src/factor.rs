@@ -3,7 +3,7 @@
 //! (docs/scale.md). Built in row blocks, never `m×m`.
 
 use crate::error::{Error, Result};
-use crate::kernel::{self, gemm, Kernel};
+use crate::kernel::{self, gemm, Kernel, Rows};
 use crate::operator::allocate_factor;
 use crate::progress::Progress;
 use crate::real::Real;
@@ -11,6 +11,7 @@ use crate::tuning::FACTOR_BLOCK_ROWS;
 use faer::{Mat, Side};
 use ndarray::{s, Array2, ArrayView2, Axis};
 use rayon::prelude::*;
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Relative floor of the pool kernel's eigenvalues: directions of `K[P, P]` below
@@ -81,7 +82,22 @@ pub fn nystroem_with_progress<F: Real>(
     progress: &Progress,
 ) -> Result<Array2<F>> {
     kernel.validate_for::<F>()?;
-    let m = x.nrows();
+    check_pool(pool, x.nrows())?;
+    let points = x.select(Axis(0), pool);
+    let whitening = nystroem_whitening(points.view(), kernel, n_threads)?;
+    nystroem_rows_with_progress(
+        x,
+        points.view(),
+        whitening.view(),
+        kernel,
+        n_threads,
+        stop,
+        progress,
+    )
+}
+
+/// Refuses an empty pool, one larger than the `m` rows or naming a row past them.
+fn check_pool(pool: &[usize], m: usize) -> Result<()> {
     if pool.is_empty() || pool.len() > m {
         return Err(Error::invalid(
             "factor_rank",
@@ -97,13 +113,34 @@ pub fn nystroem_with_progress<F: Real>(
             format!("index {bad} is not below the sample size {m}"),
         ));
     }
-    let points = x.select(Axis(0), pool);
-    let whitening = nystroem_whitening(points.view(), kernel, n_threads)?;
-    nystroem_rows_with_progress(
-        x,
-        points.view(),
+    Ok(())
+}
+
+/// [`nystroem_with_progress`] of rows of either kind. The pool of sparse rows stays sparse
+/// (indexed by feature): its kernel, and each block's cross kernel with it, are the sparse
+/// path's ([`kernel::cross_rows_with_stop`]), so that a wide sparse `X` is never made dense.
+pub fn nystroem_of_rows_with_progress<F: Real>(
+    x: &Rows<'_, F>,
+    pool: &[usize],
+    kernel: &Kernel,
+    n_threads: usize,
+    stop: &AtomicBool,
+    progress: &Progress,
+) -> Result<Array2<F>> {
+    let x = match x {
+        Rows::Dense(x) => {
+            return nystroem_with_progress(*x, pool, kernel, n_threads, stop, progress)
+        }
+        Rows::Csr(x) => x,
+    };
+    kernel.validate_for::<F>()?;
+    check_pool(pool, x.nrows())?;
+    let (pool_kernel, points) = kernel::pool_csr(x, pool, kernel, n_threads)?;
+    let whitening = pool_whitening(&pool_kernel)?;
+    factor_rows(
+        x.nrows(),
         whitening.view(),
-        kernel,
+        |rows| kernel::cross_csr_prepared(&x.rows(rows), &points, kernel, 1, stop),
         n_threads,
         stop,
         progress,
@@ -176,10 +213,29 @@ pub fn nystroem_rows_with_progress<F: Real>(
             ),
         ));
     }
-    let width = whitening.ncols();
-    let mut factor = allocate_factor::<F>(x.nrows(), width)?;
+    factor_rows(
+        x.nrows(),
+        whitening,
+        |rows| kernel::cross(x.slice(s![rows, ..]), points, kernel, 1),
+        n_threads,
+        stop,
+        progress,
+    )
+}
+
+/// The `m` rows of `Φ`: each fixed block of rows its `cross` kernel with the pool times
+/// `whitening`, one block a task, counted in `progress`.
+fn factor_rows<F: Real>(
+    m: usize,
+    whitening: ArrayView2<F>,
+    cross: impl Fn(Range<usize>) -> Result<Array2<F>> + Sync,
+    n_threads: usize,
+    stop: &AtomicBool,
+    progress: &Progress,
+) -> Result<Array2<F>> {
+    let mut factor = allocate_factor::<F>(m, whitening.ncols())?;
     let thread_pool = crate::pool::shared(n_threads)?;
-    progress.add_total(x.nrows().div_ceil(FACTOR_BLOCK_ROWS));
+    progress.add_total(m.div_ceil(FACTOR_BLOCK_ROWS));
     thread_pool.install(|| {
         factor
             .axis_chunks_iter_mut(Axis(0), FACTOR_BLOCK_ROWS)
@@ -190,8 +246,7 @@ pub fn nystroem_rows_with_progress<F: Real>(
                     return Err(Error::Interrupted);
                 }
                 let rows = b * FACTOR_BLOCK_ROWS..b * FACTOR_BLOCK_ROWS + block.nrows();
-                let cross = kernel::cross(x.slice(s![rows, ..]), points, kernel, 1)?;
-                gemm(block, cross.view(), whitening);
+                gemm(block, cross(rows)?.view(), whitening);
                 progress.advance(1);
                 Ok(())
             })
@@ -260,5 +315,75 @@ mod tests {
         let kernel = Kernel::Rbf { gamma: 0.5 };
         nystroem_with_progress(x.view(), &[0, 7, 300], &kernel, 2, &stop, &progress).unwrap();
         assert_eq!(progress.get(), (3, 3));
+    }
+
+    #[test]
+    fn the_factor_of_sparse_rows_is_the_factor_of_their_dense_copy() {
+        let m = FACTOR_BLOCK_ROWS + 30;
+        let dense = Array2::from_shape_fn((m, 12), |(i, j)| {
+            if (i * 7 + j * 5) % 4 == 0 {
+                ((i * 3 + j) % 11) as f64 / 4.0 - 1.0
+            } else {
+                0.0
+            }
+        });
+        let (mut indptr, mut indices, mut data) = (vec![0i32], Vec::new(), Vec::new());
+        for row in dense.rows() {
+            for (j, &v) in row.iter().enumerate().filter(|(_, v)| **v != 0.0) {
+                indices.push(j as i64);
+                data.push(v);
+            }
+            indptr.push(indices.len() as i32);
+        }
+        let csr = crate::csr::CsrView::new(
+            (m, 12),
+            crate::csr::Indices::I32(&indptr),
+            crate::csr::Indices::I64(&indices),
+            &data,
+            "X",
+        )
+        .unwrap();
+        let (stop, progress) = (AtomicBool::new(false), Progress::new());
+        let pool = [5usize, 900, 17, 1030, 2];
+        for kernel in [
+            Kernel::Rbf { gamma: 0.3 },
+            Kernel::Linear,
+            Kernel::Poly {
+                gamma: 0.5,
+                degree: 2,
+                coef0: 1.0,
+            },
+        ] {
+            let of_dense = nystroem_with_stop(dense.view(), &pool, &kernel, 1, &stop).unwrap();
+            let of_csr = nystroem_of_rows_with_progress(
+                &Rows::Csr(csr.clone()),
+                &pool,
+                &kernel,
+                2,
+                &stop,
+                &progress,
+            )
+            .unwrap();
+            assert_eq!(of_dense.dim(), of_csr.dim(), "{kernel:?}");
+            // The factor is fixed up to the signs of W's columns, which rounding could flip:
+            // compare ΦΦ', the approximation itself.
+            let (a, b) = (of_dense.dot(&of_dense.t()), of_csr.dot(&of_csr.t()));
+            let largest = a
+                .iter()
+                .zip(&b)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max);
+            assert!(largest < 1e-9, "{kernel:?}: {largest}");
+        }
+        let error = nystroem_of_rows_with_progress(
+            &Rows::Csr(csr.clone()),
+            &[m],
+            &Kernel::Linear,
+            1,
+            &stop,
+            &progress,
+        )
+        .unwrap_err();
+        assert!(error.to_string().starts_with("pool: "), "{error}");
     }
 }

@@ -81,7 +81,7 @@ pub(super) fn allocate<F: Real>(rows: usize, cols: usize) -> Result<Array2<F>> {
 /// at `stop`; once it is raised the blocks left are skipped and the call gives up with
 /// [`Error::Interrupted`].
 pub(super) fn for_each_row_block<T: Send + Sync>(
-    out: &mut Array2<T>,
+    mut out: ArrayViewMut2<T>,
     n_threads: usize,
     stop: &AtomicBool,
     work: impl Fn(usize, ArrayViewMut2<T>) + Sync,

@@ -202,7 +202,7 @@ pub(crate) fn cross_prepared<F: Real>(
         );
         kernel.map_block(block, &norms_x[rows], norms_z);
     };
-    for_each_row_block(&mut out, n_threads, stop, work)?;
+    for_each_row_block(out.view_mut(), n_threads, stop, work)?;
     Ok(out)
 }
 

@@ -40,12 +40,31 @@ pub fn expansion_with_stop<F: Real>(
     stop: &AtomicBool,
 ) -> Result<Array2<f64>> {
     kernel.validate_for::<F>()?;
-    if x.ncols() != basis.ncols() {
+    check_shapes(x.ncols(), basis, weights, bias)?;
+    expansion_prepared(
+        x,
+        &Bases::new(basis, kernel),
+        weights,
+        bias,
+        kernel,
+        n_threads,
+        stop,
+    )
+}
+
+/// Refuses rows of `width` features against `basis` of another width, or `weights` and
+/// `bias` that do not match the bases and each other.
+pub(super) fn check_shapes<F>(
+    width: usize,
+    basis: ArrayView2<F>,
+    weights: ArrayView2<f64>,
+    bias: &[f64],
+) -> Result<()> {
+    if width != basis.ncols() {
         return Err(Error::invalid(
             "X",
             format!(
-                "has {} features but the model was fitted with {}",
-                x.ncols(),
+                "has {width} features but the model was fitted with {}",
                 basis.ncols()
             ),
         ));
@@ -61,15 +80,7 @@ pub fn expansion_with_stop<F: Real>(
             ),
         ));
     }
-    expansion_prepared(
-        x,
-        &Bases::new(basis, kernel),
-        weights,
-        bias,
-        kernel,
-        n_threads,
-        stop,
-    )
+    Ok(())
 }
 
 /// [`expansion_with_stop`] against prepared bases; `x` has their number of features and
@@ -112,7 +123,7 @@ pub(crate) fn expansion_prepared<F: Real>(
         };
         general_mat_mul(1.0, values_f64, &weights, 1.0, &mut out_block);
     };
-    for_each_row_block(&mut out, n_threads, stop, work)?;
+    for_each_row_block(out.view_mut(), n_threads, stop, work)?;
     // One look at each of the n·C outputs, nothing beside a row's k kernel values.
     refuse_overflow::<F>(out)
 }
@@ -168,7 +179,7 @@ pub(crate) fn expansion_direct<F: Real>(
 /// `out`, or an error naming `X` when a value is not finite: finite points whose kernel
 /// values overflow `F` (a polynomial of large features, the norms of an RBF in float32)
 /// give infinite or NaN sums, refused rather than returned.
-fn refuse_overflow<F: Real>(out: Array2<f64>) -> Result<Array2<f64>> {
+pub(super) fn refuse_overflow<F: Real>(out: Array2<f64>) -> Result<Array2<f64>> {
     if !out.iter().all(|value| value.is_finite()) {
         return Err(Error::invalid(
             "X",

@@ -26,7 +26,8 @@ pub use dense::{cross, cross_with_stop, gram, gram_into, gram_into_with_stop};
 pub(crate) use dense::{cross_prepared, gemm, gram_lower, times_lower};
 pub use expansion::{expansion, expansion_with_stop};
 pub(crate) use expansion::{expansion_direct, expansion_prepared};
-pub use sparse::{cross_csr_dense_with_stop, cross_csr_with_stop};
+pub(crate) use sparse::{cross_csr_prepared, pool_csr};
+pub use sparse::{cross_rows_with_stop, expansion_rows_with_stop, gram_rows_into_with_stop, Rows};
 
 /// A positive semi-definite kernel function.
 #[derive(Debug, Clone, Copy, PartialEq)]

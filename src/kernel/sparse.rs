@@ -9,9 +9,9 @@
 use super::blocks::{allocate, for_each_row_block};
 use super::Kernel;
 use crate::csr::CsrView;
-use crate::error::{try_zeroed, Result};
+use crate::error::{try_zeroed, Error, Result};
 use crate::real::Real;
-use ndarray::{Array2, ArrayView2};
+use ndarray::{Array2, ArrayView2, ArrayViewMut2};
 use std::sync::atomic::AtomicBool;
 
 /// Points indexed by feature: for each feature, which points store a value there and the
@@ -31,6 +31,21 @@ impl SparseBases {
         let entries =
             || (0..z.nrows()).flat_map(move |i| z.row(i).map(move |(f, v)| (i, f, v.as_f64())));
         Self::of_entries(z.nrows(), z.ncols(), z.nnz(), entries, z.squared_norms())
+    }
+
+    /// The index of the rows `rows` of `z`, in that order.
+    pub(crate) fn from_csr_rows<F: Real>(z: &CsrView<'_, F>, rows: &[usize]) -> Result<Self> {
+        let stored = rows.iter().map(|&i| z.row(i).count()).sum();
+        let entries = || {
+            rows.iter()
+                .enumerate()
+                .flat_map(move |(r, &i)| z.row(i).map(move |(f, v)| (r, f, v.as_f64())))
+        };
+        let norms = rows
+            .iter()
+            .map(|&i| z.row(i).map(|(_, v)| v.as_f64() * v.as_f64()).sum())
+            .collect();
+        Self::of_entries(rows.len(), z.ncols(), stored, entries, norms)
     }
 
     /// The index of the dense rows of `z`, its zeros left out (the dense bases of a model
@@ -97,6 +112,68 @@ impl SparseBases {
     }
 }
 
+/// Rows of either kind, as a caller holds them: dense, or sparse (CSR).
+pub enum Rows<'a, F> {
+    Dense(ArrayView2<'a, F>),
+    Csr(CsrView<'a, F>),
+}
+
+impl<F: Real> Rows<'_, F> {
+    pub fn nrows(&self) -> usize {
+        match self {
+            Rows::Dense(x) => x.nrows(),
+            Rows::Csr(x) => x.nrows(),
+        }
+    }
+
+    pub fn ncols(&self) -> usize {
+        match self {
+            Rows::Dense(x) => x.ncols(),
+            Rows::Csr(x) => x.ncols(),
+        }
+    }
+}
+
+/// Refuses `x` and `z` of different widths, naming `X`.
+fn same_width(x: usize, z: usize) -> Result<()> {
+    if x != z {
+        return Err(Error::invalid(
+            "X",
+            format!("has {x} features but the other set has {z}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Writes `K(row(i), bases_j)` into row `i` of `out`, one block of rows a task: `row(i)` is
+/// the `i`-th sparse row, `norms[i]` its squared norm.
+fn cross_sparse_into<'r, F: Real, I: Iterator<Item = (usize, F)> + 'r>(
+    row: impl Fn(usize) -> I + Sync,
+    norms: &[f64],
+    bases: &SparseBases,
+    kernel: &Kernel,
+    n_threads: usize,
+    stop: &AtomicBool,
+    out: ArrayViewMut2<F>,
+) -> Result<()> {
+    let rows_per_block = crate::tuning::KERNEL_BLOCK_ROWS;
+    for_each_row_block(out, n_threads, stop, |b, mut block| {
+        let first = b * rows_per_block;
+        let mut values = Array2::<f64>::zeros(block.raw_dim());
+        for (r, mut products) in values.rows_mut().into_iter().enumerate() {
+            let products = products.as_slice_mut().expect("a row-major block");
+            bases.products(row(first + r), products);
+        }
+        let norms = &norms[first..first + block.nrows()];
+        kernel.map_block::<f64>(values.view_mut(), norms, &bases.norms);
+        block.zip_mut_with(&values, |out, &value| *out = F::from_f64(value));
+    })?;
+    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(Error::Interrupted);
+    }
+    Ok(())
+}
+
 /// `K(x_i, z_j)` of the sparse rows `x` against the points `bases`, one block of rows a
 /// task. Gives up with `Error::Interrupted` once `stop` is raised.
 pub(crate) fn cross_csr_prepared<F: Real>(
@@ -108,42 +185,162 @@ pub(crate) fn cross_csr_prepared<F: Real>(
 ) -> Result<Array2<F>> {
     kernel.validate_for::<F>()?;
     let mut out = allocate::<F>(x.nrows(), bases.count)?;
-    let norms_x = x.squared_norms();
+    let norms = x.squared_norms();
+    cross_sparse_into(
+        |i| x.row(i),
+        &norms,
+        bases,
+        kernel,
+        n_threads,
+        stop,
+        out.view_mut(),
+    )?;
+    Ok(out)
+}
+
+/// The kernel of the rows `pool` of the sparse `x` with each other (`p × p`) and those
+/// rows indexed by feature: a Nyström pool, never made dense.
+pub(crate) fn pool_csr<F: Real>(
+    x: &CsrView<'_, F>,
+    pool: &[usize],
+    kernel: &Kernel,
+    n_threads: usize,
+) -> Result<(Array2<F>, SparseBases)> {
+    kernel.validate_for::<F>()?;
+    let bases = SparseBases::from_csr_rows(x, pool)?;
+    let mut out = allocate::<F>(pool.len(), pool.len())?;
+    cross_sparse_into(
+        |r| x.row(pool[r]),
+        &bases.norms.clone(),
+        &bases,
+        kernel,
+        n_threads,
+        &AtomicBool::new(false),
+        out.view_mut(),
+    )?;
+    Ok((out, bases))
+}
+
+/// The cross kernel `K(x_i, z_j)` of rows of either kind. Dense against dense is
+/// [`cross_with_stop`](super::cross_with_stop); with a sparse side each value is summed in
+/// `f64` over the features both rows store, in increasing feature order, so that `K(x, z)`
+/// is exactly the transpose of `K(z, x)` and a sparse row gives the value its dense copy
+/// gives the sparse path.
+pub fn cross_rows_with_stop<F: Real>(
+    x: &Rows<'_, F>,
+    z: &Rows<'_, F>,
+    kernel: &Kernel,
+    n_threads: usize,
+    stop: &AtomicBool,
+) -> Result<Array2<F>> {
+    kernel.validate_for::<F>()?;
+    same_width(x.ncols(), z.ncols())?;
+    match (x, z) {
+        (Rows::Dense(x), Rows::Dense(z)) => super::cross_with_stop(*x, *z, kernel, n_threads, stop),
+        (Rows::Csr(x), Rows::Csr(z)) => {
+            cross_csr_prepared(x, &SparseBases::from_csr(z)?, kernel, n_threads, stop)
+        }
+        (Rows::Csr(x), Rows::Dense(z)) => {
+            cross_csr_prepared(x, &SparseBases::from_dense(*z)?, kernel, n_threads, stop)
+        }
+        (Rows::Dense(x), Rows::Csr(z)) => {
+            let transposed =
+                cross_csr_prepared(z, &SparseBases::from_dense(*x)?, kernel, n_threads, stop)?;
+            let mut out = allocate::<F>(x.nrows(), z.nrows())?;
+            out.assign(&transposed.t());
+            Ok(out)
+        }
+    }
+}
+
+/// The Gram matrix of rows of either kind into `out` (`m × m`, contiguous): for sparse rows
+/// every value of the full matrix is computed (twice the products of one triangle) and is
+/// exactly symmetric, each pair's sum running over the same features in the same order.
+pub fn gram_rows_into_with_stop<F: Real>(
+    x: &Rows<'_, F>,
+    kernel: &Kernel,
+    n_threads: usize,
+    mut out: ArrayViewMut2<F>,
+    stop: &AtomicBool,
+) -> Result<()> {
+    let x = match x {
+        Rows::Dense(x) => return super::gram_into_with_stop(*x, kernel, n_threads, out, stop),
+        Rows::Csr(x) => x,
+    };
+    kernel.validate_for::<F>()?;
+    let m = x.nrows();
+    if out.dim() != (m, m) || !out.is_standard_layout() {
+        return Err(Error::invalid(
+            "out",
+            format!(
+                "must be a contiguous {m}×{m} row-major array, got shape {:?}",
+                out.dim()
+            ),
+        ));
+    }
+    let bases = SparseBases::from_csr(x)?;
+    cross_sparse_into(
+        |i| x.row(i),
+        &bases.norms.clone(),
+        &bases,
+        kernel,
+        n_threads,
+        stop,
+        out.view_mut(),
+    )?;
+    if let Kernel::Rbf { .. } = kernel {
+        out.diag_mut().fill(F::one());
+    }
+    Ok(())
+}
+
+/// Kernel expansions `Σ_j weights[j, c] κ(x_i, basis_j) + bias[c]` of rows of either kind
+/// against dense bases: [`expansion_with_stop`](super::expansion_with_stop) for dense rows;
+/// for sparse ones each block's kernel values are summed as [`cross_rows_with_stop`]'s, then
+/// weighted in `f64` by the same GEMM.
+pub fn expansion_rows_with_stop<F: Real>(
+    x: &Rows<'_, F>,
+    basis: ArrayView2<'_, F>,
+    weights: ArrayView2<'_, f64>,
+    bias: &[f64],
+    kernel: &Kernel,
+    n_threads: usize,
+    stop: &AtomicBool,
+) -> Result<Array2<f64>> {
+    let x = match x {
+        Rows::Dense(x) => {
+            return super::expansion_with_stop(*x, basis, weights, bias, kernel, n_threads, stop)
+        }
+        Rows::Csr(x) => x,
+    };
+    kernel.validate_for::<F>()?;
+    super::expansion::check_shapes(x.ncols(), basis, weights, bias)?;
+    let bases = SparseBases::from_dense(basis)?;
+    let norms = x.squared_norms();
+    let classes = weights.ncols();
+    let buffer = try_zeroed::<f64>(x.nrows().saturating_mul(classes), "the decision values")?;
+    let mut out =
+        Array2::from_shape_vec((x.nrows(), classes), buffer).expect("length matches shape");
     let rows_per_block = crate::tuning::KERNEL_BLOCK_ROWS;
-    for_each_row_block(&mut out, n_threads, stop, |b, mut block| {
+    let bias_row = ndarray::ArrayView1::from(bias);
+    for_each_row_block(out.view_mut(), n_threads, stop, |b, mut out_block| {
         let first = b * rows_per_block;
-        let mut values = Array2::<f64>::zeros(block.raw_dim());
+        let mut values = Array2::<f64>::zeros((out_block.nrows(), bases.count));
         for (r, mut products) in values.rows_mut().into_iter().enumerate() {
             let products = products.as_slice_mut().expect("a row-major block");
             bases.products(x.row(first + r), products);
         }
-        let norms = &norms_x[first..first + block.nrows()];
+        let norms = &norms[first..first + out_block.nrows()];
         kernel.map_block::<f64>(values.view_mut(), norms, &bases.norms);
-        block.zip_mut_with(&values, |out, &value| *out = F::from_f64(value));
+        // Values rounded to F first, as the dense path's are.
+        values.mapv_inplace(|value| F::from_f64(value).as_f64());
+        out_block.assign(&bias_row);
+        ndarray::linalg::general_mat_mul(1.0, &values, &weights, 1.0, &mut out_block);
     })?;
-    Ok(out)
-}
-
-/// The cross kernel `K(x_i, z_j)` of the sparse rows `x` and `z`.
-pub fn cross_csr_with_stop<F: Real>(
-    x: &CsrView<'_, F>,
-    z: &CsrView<'_, F>,
-    kernel: &Kernel,
-    n_threads: usize,
-    stop: &AtomicBool,
-) -> Result<Array2<F>> {
-    cross_csr_prepared(x, &SparseBases::from_csr(z)?, kernel, n_threads, stop)
-}
-
-/// The cross kernel of the sparse rows `x` against the dense rows `z`.
-pub fn cross_csr_dense_with_stop<F: Real>(
-    x: &CsrView<'_, F>,
-    z: ArrayView2<'_, F>,
-    kernel: &Kernel,
-    n_threads: usize,
-    stop: &AtomicBool,
-) -> Result<Array2<F>> {
-    cross_csr_prepared(x, &SparseBases::from_dense(z)?, kernel, n_threads, stop)
+    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(Error::Interrupted);
+    }
+    super::expansion::refuse_overflow::<F>(out)
 }
 
 #[cfg(test)]
@@ -213,9 +410,16 @@ mod tests {
         let stop = AtomicBool::new(false);
         for kernel in kernels() {
             let expected = cross(dense.view(), z_dense.view(), &kernel, 1).unwrap();
-            let of_csr = cross_csr_with_stop(&x, &z, &kernel, 1, &stop).unwrap();
+            let (sparse_x, sparse_z) = (Rows::Csr(x.clone()), Rows::Csr(z.clone()));
+            let of_csr = cross_rows_with_stop(&sparse_x, &sparse_z, &kernel, 1, &stop).unwrap();
             let of_dense =
-                cross_csr_dense_with_stop(&x, z_dense.view(), &kernel, 2, &stop).unwrap();
+                cross_rows_with_stop(&sparse_x, &Rows::Dense(z_dense.view()), &kernel, 2, &stop)
+                    .unwrap();
+            // Dense rows against sparse points: the transpose, bit for bit.
+            let transposed =
+                cross_rows_with_stop(&Rows::Dense(z_dense.view()), &sparse_x, &kernel, 2, &stop)
+                    .unwrap();
+            assert_eq!(transposed, of_csr.t(), "{kernel:?}");
             // Sparse against sparse or dense points: the same sums, bit for bit, whatever
             // the thread count.
             assert_eq!(of_csr, of_dense, "{kernel:?}");
@@ -257,8 +461,22 @@ mod tests {
         .unwrap();
         let stop = AtomicBool::new(false);
         for kernel in kernels() {
-            let wide = cross_csr_with_stop(&x64, &z64, &kernel, 1, &stop).unwrap();
-            let narrow = cross_csr_with_stop(&x32, &z32, &kernel, 2, &stop).unwrap();
+            let wide = cross_rows_with_stop(
+                &Rows::Csr(x64.clone()),
+                &Rows::Csr(z64.clone()),
+                &kernel,
+                1,
+                &stop,
+            )
+            .unwrap();
+            let narrow = cross_rows_with_stop(
+                &Rows::Csr(x32.clone()),
+                &Rows::Csr(z32.clone()),
+                &kernel,
+                2,
+                &stop,
+            )
+            .unwrap();
             for (a, b) in wide.iter().zip(&narrow) {
                 assert!(
                     (a - f64::from(*b)).abs() <= 1e-5 * a.abs().max(1.0),
@@ -266,5 +484,107 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn the_gram_matrix_expansion_and_pool_of_sparse_rows_match_the_dense_paths() {
+        let (indptr, indices, data, dense) = sparse(150, 40, 7);
+        let x = CsrView::new(
+            (150, 40),
+            Indices::I64(&indptr),
+            Indices::I32(&indices),
+            &data,
+            "X",
+        )
+        .unwrap();
+        let stop = AtomicBool::new(false);
+        let basis = dense.select(ndarray::Axis(0), &[3, 50, 149, 7]);
+        let weights = Array2::from_shape_fn((4, 2), |(j, c)| (j as f64 - 1.5) * (c as f64 + 0.5));
+        let bias = [0.25, -1.0];
+        for kernel in kernels() {
+            let expected = cross(dense.view(), dense.view(), &kernel, 1).unwrap();
+            let mut gram = Array2::<f64>::zeros((150, 150));
+            gram_rows_into_with_stop(&Rows::Csr(x.clone()), &kernel, 2, gram.view_mut(), &stop)
+                .unwrap();
+            assert_eq!(gram, gram.t(), "{kernel:?}: exactly symmetric");
+            let mut one_thread = Array2::<f64>::zeros((150, 150));
+            gram_rows_into_with_stop(
+                &Rows::Csr(x.clone()),
+                &kernel,
+                1,
+                one_thread.view_mut(),
+                &stop,
+            )
+            .unwrap();
+            assert_eq!(gram, one_thread, "{kernel:?}: whatever the thread count");
+            let largest = expected
+                .iter()
+                .zip(&gram)
+                .map(|(a, b)| (a - b).abs() / a.abs().max(1.0))
+                .fold(0.0, f64::max);
+            assert!(largest < 1e-12, "{kernel:?}: {largest}");
+
+            let of_dense = crate::kernel::expansion(
+                dense.view(),
+                basis.view(),
+                weights.view(),
+                &bias,
+                &kernel,
+                1,
+            )
+            .unwrap();
+            let of_csr = expansion_rows_with_stop(
+                &Rows::Csr(x.clone()),
+                basis.view(),
+                weights.view(),
+                &bias,
+                &kernel,
+                2,
+                &stop,
+            )
+            .unwrap();
+            let largest = of_dense
+                .iter()
+                .zip(&of_csr)
+                .map(|(a, b)| (a - b).abs() / a.abs().max(1.0))
+                .fold(0.0, f64::max);
+            assert!(largest < 1e-12, "{kernel:?}: {largest}");
+            // A row alone gives what it gives in the batch.
+            let alone = expansion_rows_with_stop(
+                &Rows::Csr(x.rows(50..51)),
+                basis.view(),
+                weights.view(),
+                &bias,
+                &kernel,
+                1,
+                &stop,
+            )
+            .unwrap();
+            assert_eq!(alone.row(0), of_csr.row(50));
+
+            let pool = [149usize, 3, 3, 80];
+            let (pool_kernel, _) = pool_csr(&x, &pool, &kernel, 2).unwrap();
+            let points = dense.select(ndarray::Axis(0), &pool);
+            let expected = cross(points.view(), points.view(), &kernel, 1).unwrap();
+            let largest = expected
+                .iter()
+                .zip(&pool_kernel)
+                .map(|(a, b)| (a - b).abs() / a.abs().max(1.0))
+                .fold(0.0, f64::max);
+            assert!(largest < 1e-12, "{kernel:?}: {largest}");
+        }
+        let narrow = Array2::<f64>::zeros((2, 39));
+        let error = cross_rows_with_stop(
+            &Rows::Csr(x.clone()),
+            &Rows::Dense(narrow.view()),
+            &Kernel::Linear,
+            1,
+            &stop,
+        )
+        .unwrap_err();
+        assert!(
+            error.to_string().starts_with("X: has 40 features"),
+            "{error}"
+        );
     }
 }
