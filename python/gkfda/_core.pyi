@@ -15,6 +15,10 @@ SHARED_SELECTIONS: int
 PURSUIT_METHODS: Tuple[str, ...]
 """The built-in kernels' names: ``rbf``, ``linear``, ``poly``."""
 
+Rows = Any
+"""A 2-D float32 or float64 NumPy array, or a SciPy CSR matrix (``csr_matrix`` or
+``csr_array``) of such values."""
+
 class FactorHolder(Protocol):
     """The rows of a factor ``Φ`` (``m × p``) held elsewhere, chunk by chunk, with the
     selection's per-row statistics beside them, as ``greedy_select(None, y, k,
@@ -65,8 +69,8 @@ def factor_moments(phi: npt.NDArray[np.floating], classes: npt.NDArray[np.int64]
     """A chunk's share of ``(Φ'Φ, Φ'DΦ, Φ'1_c)``, class ``c`` weighing ``class_weights[c]``."""
 
 def kernel_matrix(
-    x: npt.NDArray[np.floating],
-    z: Optional[npt.NDArray[np.floating]] = None,
+    x: Rows,
+    z: Optional[Rows] = None,
     *,
     kernel: str = "rbf",
     gamma: float = 1.0,
@@ -76,12 +80,16 @@ def kernel_matrix(
 ) -> npt.NDArray[np.floating]:
     """Kernel of the rows of ``x`` with themselves (exactly symmetric) or against ``z``.
 
-    ``x`` and ``z`` are float32 or float64 (the same); the result has their dtype.
-    Raises ValueError for bad parameters, MemoryError when the result cannot be allocated.
+    ``x`` and ``z`` are float32 or float64 (the same), each a NumPy array or a canonical SciPy
+    CSR matrix (sorted indices, no duplicates; int32 or int64 indices); the result is dense,
+    of their dtype. With a sparse side each value is summed in float64 over the features both
+    rows store: it agrees with the dense rows' value to rounding, and does not depend on the
+    thread count or the batch. Raises ValueError for bad parameters, a CSR matrix that is not
+    canonical or holds NaN or infinity, MemoryError when the result cannot be allocated.
     """
 
 def nystroem_factor(
-    x: npt.NDArray[np.floating],
+    x: Rows,
     pool: npt.NDArray[np.int64],
     kernel: str,
     *,
@@ -92,7 +100,8 @@ def nystroem_factor(
 ) -> npt.NDArray[np.floating]:
     """The Nyström factor ``Φ = K[:, pool] W``, ``WW' = K[pool, pool]⁺`` (eigenvalues
     below 1e-12 of the largest, 1e-6 in float32, dropped), of the named kernel over the rows
-    of ``x`` (float32 or float64; ``Φ`` in that dtype, ``m × p'`` with ``p' <= len(pool)``),
+    of ``x`` (float32 or float64, dense or CSR as ``kernel_matrix`` takes it, the pool of a
+    CSR ``x`` kept sparse; ``Φ`` in that dtype, ``m × p'`` with ``p' <= len(pool)``),
     made in blocks of rows with the GIL released, never ``m×m``; Ctrl-C stops it.
     Raises ValueError naming ``pool`` (an index out of range) or ``factor_rank`` (an empty
     pool), MemoryError when ``Φ`` cannot be allocated.
@@ -262,7 +271,7 @@ def parsimonious_fit(
     """
 
 def kernel_expansion(
-    x: npt.NDArray[np.floating],
+    x: Rows,
     basis: npt.NDArray[np.floating],
     weights: npt.NDArray[np.float64],
     bias: npt.NDArray[np.float64],
@@ -278,7 +287,8 @@ def kernel_expansion(
     or with ``link`` (``"logistic"``: one output, two classes; ``"softmax"``; ``"ovr"``) the
     class probabilities they give.
 
-    ``x`` and ``basis`` share a dtype (float32 or float64); the result is float64. Rows are
+    ``x`` and ``basis`` share a dtype (float32 or float64); ``x`` may be a canonical SciPy CSR
+    matrix (as ``kernel_matrix`` takes it), ``basis`` is dense; the result is float64. Rows are
     processed in blocks, so the ``n×k`` kernel is never held whole. A NaN or infinite ``x``
     is a ValueError.
     """

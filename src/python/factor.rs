@@ -3,6 +3,7 @@
 //! `super::rows`).
 
 use super::common::{interruptible, order_of, parse_kernel, reporting};
+use super::sparse::RowsArg;
 use crate::kernel::Kernel;
 use crate::real::Real;
 use numpy::{IntoPyArray, PyReadonlyArray1, PyReadonlyArray2};
@@ -26,21 +27,23 @@ pub(super) fn holder_dtype(factor: &Bound<'_, PyAny>) -> PyResult<String> {
 
 fn nystroem_typed<'py, F: Real + numpy::Element>(
     py: Python<'py>,
-    x: PyReadonlyArray2<'py, F>,
+    x: RowsArg<'py, F>,
     pool: &[usize],
     (kernel, n_threads): (Kernel, usize),
     report: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let view = x.as_array();
+    let rows = x.view("X")?;
     let factor = reporting(py, report, |stop, progress| {
-        crate::factor::nystroem_with_progress(view, pool, &kernel, n_threads, stop, progress)
+        crate::factor::nystroem_of_rows_with_progress(
+            &rows, pool, &kernel, n_threads, stop, progress,
+        )
     })?;
     Ok(factor.into_pyarray(py).into_any())
 }
 
 /// The Nyström factor `Φ = K[:, pool] W`, `W W' = K[pool, pool]⁺` (eigenvalues below
 /// 1e-12 of the largest, 1e-6 in float32, dropped), of the named kernel over the rows of
-/// `x` (float64 or float32; `Φ` in its dtype, `m × p'` with `p' ≤ len(pool)`), built in
+/// `x` (float64 or float32, a NumPy array or a SciPy CSR matrix; `Φ` in its dtype, `m × p'` with `p' ≤ len(pool)`), built in
 /// blocks of rows with the GIL released, never `m×m`. `ΦΦ'` is the kernel's Nyström
 /// approximation on the pool, exact on the pool's rows. `progress`, a callable, is called
 /// `progress(blocks_done, blocks)` as `greedy_select`'s is.
@@ -64,14 +67,14 @@ fn nystroem_factor<'py>(
     if n_threads == 0 {
         return Err(PyValueError::new_err("n_jobs: must be at least 1 thread"));
     }
-    if let Ok(x64) = x.extract::<PyReadonlyArray2<f64>>() {
+    if let Some(x64) = RowsArg::<f64>::extract(x, "X")? {
         return nystroem_typed(py, x64, &pool, (kernel, n_threads), progress);
     }
-    if let Ok(x32) = x.extract::<PyReadonlyArray2<f32>>() {
+    if let Some(x32) = RowsArg::<f32>::extract(x, "X")? {
         return nystroem_typed(py, x32, &pool, (kernel, n_threads), progress);
     }
     Err(PyTypeError::new_err(
-        "X: must be a 2-D float32 or float64 NumPy array",
+        "X: must be a 2-D float32 or float64 NumPy array or SciPy CSR matrix",
     ))
 }
 

@@ -2,8 +2,9 @@
 //! checks of a precomputed kernel.
 
 use super::common::{kernel_call, parse_kernel};
+use super::sparse::RowsArg;
 use crate::checks;
-use crate::kernel::{self, Kernel};
+use crate::kernel::{self, Kernel, Rows};
 use crate::link::Link;
 use crate::real::Real;
 use crate::tuning::ONE_THREAD_ROWS;
@@ -14,12 +15,12 @@ use pyo3::prelude::*;
 
 fn kernel_typed<'py, F: Real + numpy::Element>(
     py: Python<'py>,
-    x: PyReadonlyArray2<'py, F>,
-    z: Option<PyReadonlyArray2<'py, F>>,
+    x: RowsArg<'py, F>,
+    z: Option<RowsArg<'py, F>>,
     kernel: Kernel,
     n_threads: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let x_view = x.as_array();
+    let x_rows = x.view("X")?;
     let Some(z) = &z else {
         // The m×m matrix is NumPy's own zeroed array (a `MemoryError` if it cannot be had),
         // filled with the GIL released: fresh pages that NumPy advises as huge pages, so the
@@ -27,7 +28,7 @@ fn kernel_typed<'py, F: Real + numpy::Element>(
         // that compute them rather than by a zeroing pass on one thread. Later fits in a
         // process are 1.08–1.11× faster than on a `Vec` of 4 KiB pages, the first one the
         // same.
-        let m = x_view.nrows();
+        let m = x_rows.nrows();
         let dtype = numpy::dtype::<F>(py);
         let gram = py
             .import("numpy")?
@@ -36,21 +37,22 @@ fn kernel_typed<'py, F: Real + numpy::Element>(
         {
             let mut guard = gram.readwrite();
             let out = guard.as_array_mut();
-            kernel_call(py, (m, m, x_view.ncols()), |stop| {
-                kernel::gram_into_with_stop(x_view, &kernel, n_threads, out, stop)
+            kernel_call(py, (m, x.stored(), 1), |stop| {
+                kernel::gram_rows_into_with_stop(&x_rows, &kernel, n_threads, out, stop)
             })?;
         }
         return Ok(gram.into_any());
     };
-    let z_view = z.as_array();
-    let size = (x_view.nrows(), z_view.nrows(), x_view.ncols());
+    let z_rows = z.view("z")?;
+    let size = (x.stored(), z_rows.nrows(), 1);
     let result = kernel_call(py, size, |stop| {
-        kernel::cross_with_stop(x_view, z_view, &kernel, n_threads, stop)
+        kernel::cross_rows_with_stop(&x_rows, &z_rows, &kernel, n_threads, stop)
     })?;
     Ok(result.into_pyarray(py).into_any())
 }
 
-/// Kernel matrix of the rows of `x` (with themselves, or against `z`), float32 or float64.
+/// Kernel matrix of the rows of `x` (with themselves, or against `z`), float32 or float64,
+/// each a NumPy array or a SciPy CSR matrix.
 #[pyfunction]
 #[pyo3(signature = (x, z=None, *, kernel="rbf", gamma=1.0, degree=3, coef0=1.0, n_threads=1))]
 #[allow(clippy::too_many_arguments)]
@@ -65,29 +67,32 @@ fn kernel_matrix<'py>(
     n_threads: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
     let kernel = parse_kernel(kernel, gamma, degree, coef0)?;
-    if let Ok(x64) = x.extract::<PyReadonlyArray2<f64>>() {
-        let z64 = z
-            .map(|z| z.extract::<PyReadonlyArray2<f64>>())
-            .transpose()
-            .map_err(|_| PyTypeError::new_err("z: must be a 2-D float64 array like x"))?;
-        return kernel_typed(py, x64, z64, kernel, n_threads);
+    fn like_x<'py, F: Real + numpy::Element>(
+        z: Option<&Bound<'py, PyAny>>,
+        dtype: &str,
+    ) -> PyResult<Option<RowsArg<'py, F>>> {
+        z.map(|z| {
+            RowsArg::<F>::extract(z, "z")?.ok_or_else(|| {
+                PyTypeError::new_err(format!("z: must be a 2-D {dtype} array like x"))
+            })
+        })
+        .transpose()
     }
-    if let Ok(x32) = x.extract::<PyReadonlyArray2<f32>>() {
-        let z32 = z
-            .map(|z| z.extract::<PyReadonlyArray2<f32>>())
-            .transpose()
-            .map_err(|_| PyTypeError::new_err("z: must be a 2-D float32 array like x"))?;
-        return kernel_typed(py, x32, z32, kernel, n_threads);
+    if let Some(x64) = RowsArg::<f64>::extract(x, "X")? {
+        return kernel_typed(py, x64, like_x(z, "float64")?, kernel, n_threads);
+    }
+    if let Some(x32) = RowsArg::<f32>::extract(x, "X")? {
+        return kernel_typed(py, x32, like_x(z, "float32")?, kernel, n_threads);
     }
     Err(PyTypeError::new_err(
-        "x: must be a 2-D float32 or float64 NumPy array",
+        "x: must be a 2-D float32 or float64 NumPy array or SciPy CSR matrix",
     ))
 }
 
 #[allow(clippy::too_many_arguments)]
 fn expansion_typed<'py, F: Real + numpy::Element>(
     py: Python<'py>,
-    x: PyReadonlyArray2<'py, F>,
+    x: RowsArg<'py, F>,
     basis: PyReadonlyArray2<'py, F>,
     weights: PyReadonlyArray2<'py, f64>,
     bias: PyReadonlyArray1<'py, f64>,
@@ -95,19 +100,27 @@ fn expansion_typed<'py, F: Real + numpy::Element>(
     link: Link,
     n_threads: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let (x, basis, weights) = (x.as_array(), basis.as_array(), weights.as_array());
-    // Checked here rather than in NumPy: one pass over the rows costs less than a second
-    // call into NumPy for a one-row prediction.
-    if !x.iter().all(|value| value.as_f64().is_finite()) {
-        return Err(PyValueError::new_err("X: contains NaN or infinity"));
-    }
+    let (basis, weights) = (basis.as_array(), weights.as_array());
     let bias = bias.as_array().to_vec();
-    let result = if x.nrows() <= ONE_THREAD_ROWS {
-        kernel::expansion(x, basis, weights, &bias, &kernel, 1)?
-    } else {
-        kernel_call(py, (x.nrows(), basis.nrows(), x.ncols()), |stop| {
-            kernel::expansion_with_stop(x, basis, weights, &bias, &kernel, n_threads, stop)
-        })?
+    let result = match x.view("X")? {
+        Rows::Dense(x) => {
+            // Checked here rather than in NumPy: one pass over the rows costs less than a
+            // second call into NumPy for a one-row prediction.
+            if !x.iter().all(|value| value.as_f64().is_finite()) {
+                return Err(PyValueError::new_err("X: contains NaN or infinity"));
+            }
+            if x.nrows() <= ONE_THREAD_ROWS {
+                kernel::expansion(x, basis, weights, &bias, &kernel, 1)?
+            } else {
+                kernel_call(py, (x.nrows(), basis.nrows(), x.ncols()), |stop| {
+                    kernel::expansion_with_stop(x, basis, weights, &bias, &kernel, n_threads, stop)
+                })?
+            }
+        }
+        // Checked for finiteness by its view.
+        rows => kernel_call(py, (x.stored(), basis.nrows(), 1), |stop| {
+            kernel::expansion_rows_with_stop(&rows, basis, weights, &bias, &kernel, n_threads, stop)
+        })?,
     };
     if link == Link::Identity {
         return Ok(result.into_pyarray(py).into_any());
@@ -123,7 +136,8 @@ fn expansion_typed<'py, F: Real + numpy::Element>(
 }
 
 /// Decision values `Σ_j weights[j, c] κ(x, basis_j) + bias[c]` of fitted models (float64),
-/// or with `link` (`logistic`, `softmax`, `ovr`) the class probabilities they give.
+/// or with `link` (`logistic`, `softmax`, `ovr`) the class probabilities they give; `x` a
+/// NumPy array or a SciPy CSR matrix, `basis` a NumPy array of its dtype.
 #[pyfunction]
 #[pyo3(signature = (x, basis, weights, bias, *, kernel="rbf", gamma=1.0, degree=3, coef0=1.0, link="identity", n_threads=1))]
 #[allow(clippy::too_many_arguments)]
@@ -142,20 +156,20 @@ fn kernel_expansion<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let kernel = parse_kernel(kernel, gamma, degree, coef0)?;
     let link = Link::from_name(link)?;
-    if let (Ok(x64), Ok(basis64)) = (
-        x.extract::<PyReadonlyArray2<f64>>(),
+    if let (Some(x64), Ok(basis64)) = (
+        RowsArg::<f64>::extract(x, "X")?,
         basis.extract::<PyReadonlyArray2<f64>>(),
     ) {
         return expansion_typed(py, x64, basis64, weights, bias, kernel, link, n_threads);
     }
-    if let (Ok(x32), Ok(basis32)) = (
-        x.extract::<PyReadonlyArray2<f32>>(),
+    if let (Some(x32), Ok(basis32)) = (
+        RowsArg::<f32>::extract(x, "X")?,
         basis.extract::<PyReadonlyArray2<f32>>(),
     ) {
         return expansion_typed(py, x32, basis32, weights, bias, kernel, link, n_threads);
     }
     Err(PyTypeError::new_err(
-        "x: x and basis must be 2-D arrays of one dtype, float32 or float64",
+        "x: x and basis must be 2-D arrays of one dtype, float32 or float64 (x may be SciPy CSR)",
     ))
 }
 

@@ -5,7 +5,8 @@
 //!
 //! One module an area, as the Python package is split: `common` (errors, the GIL released
 //! and watched, shared arguments), `kernels`, `selection`, `factor`, `pursuits`,
-//! `calibration`, `parsimonious` (kFDA_q), `predictor` (model files) and `rows` (the
+//! `calibration`, `parsimonious` (kFDA_q), `predictor` (model files), `sparse` (SciPy CSR
+//! rows, borrowed) and `rows` (the
 //! selection over rows of a factor held elsewhere, on the workers and on the driver); here, what
 //! `_core` says of the core itself (its names, tolerances and SIMD level).
 
@@ -24,6 +25,7 @@ mod predictor;
 mod pursuits;
 mod rows;
 mod selection;
+mod sparse;
 
 /// Default relative tolerance of the numerical guards for a dtype name.
 #[pyfunction]

@@ -1,0 +1,115 @@
+//! Rows as the Python layer hands them over: a 2-D NumPy array, or a SciPy CSR matrix
+//! (`csr_matrix` or `csr_array`) whose three arrays are borrowed without copying. Other
+//! sparse formats are refused: the Python layer converts them to CSR first.
+
+use crate::csr::{CsrView, Indices};
+use crate::kernel::Rows;
+use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+
+/// Column indices or row pointers as SciPy stores them.
+enum IndexArray<'py> {
+    I32(PyReadonlyArray1<'py, i32>),
+    I64(PyReadonlyArray1<'py, i64>),
+}
+
+impl<'py> IndexArray<'py> {
+    fn extract(owner: &Bound<'py, PyAny>, name: &str, argument: &str) -> PyResult<Self> {
+        let array = owner.getattr(name)?;
+        if let Ok(array) = array.extract::<PyReadonlyArray1<'py, i32>>() {
+            return Ok(IndexArray::I32(array));
+        }
+        if let Ok(array) = array.extract::<PyReadonlyArray1<'py, i64>>() {
+            return Ok(IndexArray::I64(array));
+        }
+        Err(PyTypeError::new_err(format!(
+            "{argument}: a sparse matrix's {name} must be a 1-D int32 or int64 array"
+        )))
+    }
+
+    fn indices(&self, name: &str, argument: &str) -> PyResult<Indices<'_>> {
+        let contiguous = |_| {
+            PyValueError::new_err(format!(
+                "{argument}: a sparse matrix's {name} must be contiguous"
+            ))
+        };
+        Ok(match self {
+            IndexArray::I32(array) => Indices::I32(array.as_slice().map_err(contiguous)?),
+            IndexArray::I64(array) => Indices::I64(array.as_slice().map_err(contiguous)?),
+        })
+    }
+}
+
+/// A SciPy CSR matrix's arrays, borrowed.
+pub(super) struct CsrArg<'py, F: numpy::Element> {
+    data: PyReadonlyArray1<'py, F>,
+    indices: IndexArray<'py>,
+    indptr: IndexArray<'py>,
+    shape: (usize, usize),
+}
+
+/// Rows given as a NumPy array or a SciPy CSR matrix.
+pub(super) enum RowsArg<'py, F: numpy::Element> {
+    Dense(PyReadonlyArray2<'py, F>),
+    Csr(CsrArg<'py, F>),
+}
+
+impl<'py, F: crate::real::Real + numpy::Element> RowsArg<'py, F> {
+    /// `obj` as rows of `F`: `Ok(None)` when it holds another dtype (or is not an array at
+    /// all); a `TypeError` naming `argument` for a sparse matrix that is not CSR.
+    pub(super) fn extract(obj: &Bound<'py, PyAny>, argument: &str) -> PyResult<Option<Self>> {
+        let Ok(format) = obj.getattr("format") else {
+            return Ok(obj
+                .extract::<PyReadonlyArray2<'py, F>>()
+                .ok()
+                .map(RowsArg::Dense));
+        };
+        if format.extract::<String>().ok().as_deref() != Some("csr") {
+            return Err(PyTypeError::new_err(format!(
+                "{argument}: a sparse matrix must be CSR (call .tocsr() first)"
+            )));
+        }
+        let Ok(data) = obj.getattr("data")?.extract::<PyReadonlyArray1<'py, F>>() else {
+            return Ok(None);
+        };
+        let shape: (usize, usize) = obj.getattr("shape")?.extract().map_err(|_| {
+            PyTypeError::new_err(format!("{argument}: a sparse matrix must be 2-D"))
+        })?;
+        Ok(Some(RowsArg::Csr(CsrArg {
+            data,
+            indices: IndexArray::extract(obj, "indices", argument)?,
+            indptr: IndexArray::extract(obj, "indptr", argument)?,
+            shape,
+        })))
+    }
+
+    /// The rows' view, a CSR one checked (`CsrView::new`: canonical, in range, finite).
+    pub(super) fn view(&self, argument: &'static str) -> PyResult<Rows<'_, F>> {
+        Ok(match self {
+            RowsArg::Dense(array) => Rows::Dense(array.as_array()),
+            RowsArg::Csr(csr) => {
+                let data = csr.data.as_slice().map_err(|_| {
+                    PyValueError::new_err(format!(
+                        "{argument}: a sparse matrix's data must be contiguous"
+                    ))
+                })?;
+                Rows::Csr(CsrView::new(
+                    csr.shape,
+                    csr.indptr.indices("indptr", argument)?,
+                    csr.indices.indices("indices", argument)?,
+                    data,
+                    argument,
+                )?)
+            }
+        })
+    }
+
+    /// The stored entries' count a call's work scales with: every entry of dense rows.
+    pub(super) fn stored(&self) -> usize {
+        match self {
+            RowsArg::Dense(array) => array.len(),
+            RowsArg::Csr(csr) => csr.data.len(),
+        }
+    }
+}
