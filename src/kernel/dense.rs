@@ -282,30 +282,38 @@ pub fn gram_into_with_stop<F: Real>(
                     }
                 }
             });
-        // Lower part: K[i, j] = K[j, i] for j < i, tile by tile for cache locality.
-        let buffer = SharedBuffer(out.as_mut_ptr());
-        let buffer = &buffer;
-        (0..m.div_ceil(KERNEL_BLOCK_ROWS))
-            .into_par_iter()
-            .for_each(|bi| {
-                if stop.load(Ordering::Relaxed) {
-                    return;
-                }
-                let rows = bi * KERNEL_BLOCK_ROWS..((bi + 1) * KERNEL_BLOCK_ROWS).min(m);
-                for bj in 0..=bi {
-                    let cols = bj * KERNEL_BLOCK_ROWS..((bj + 1) * KERNEL_BLOCK_ROWS).min(m);
-                    for i in rows.clone() {
-                        for j in cols.clone().take_while(|&j| j < i) {
-                            // SAFETY: writes (i, j) with j < i, only from the task owning row
-                            // i; reads (j, i) with j < i, an upper entry nobody writes now.
-                            unsafe { *buffer.0.add(i * m + j) = *buffer.0.add(j * m + i) };
-                        }
-                    }
-                }
-            });
+        mirror_lower(out.view_mut(), stop);
     });
     if stop.load(Ordering::Relaxed) {
         return Err(Error::Interrupted);
     }
     Ok(())
+}
+
+/// Copies the upper triangle of the square `out` onto its lower one, tile by tile for cache
+/// locality, in parallel on the current thread pool; skips the tiles left once `stop` is
+/// raised.
+pub(super) fn mirror_lower<F: Real>(mut out: ArrayViewMut2<F>, stop: &AtomicBool) {
+    let m = out.nrows();
+    debug_assert!(out.dim() == (m, m) && out.is_standard_layout());
+    let buffer = SharedBuffer(out.as_mut_ptr());
+    let buffer = &buffer;
+    (0..m.div_ceil(KERNEL_BLOCK_ROWS))
+        .into_par_iter()
+        .for_each(|bi| {
+            if stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let rows = bi * KERNEL_BLOCK_ROWS..((bi + 1) * KERNEL_BLOCK_ROWS).min(m);
+            for bj in 0..=bi {
+                let cols = bj * KERNEL_BLOCK_ROWS..((bj + 1) * KERNEL_BLOCK_ROWS).min(m);
+                for i in rows.clone() {
+                    for j in cols.clone().take_while(|&j| j < i) {
+                        // SAFETY: writes (i, j) with j < i, only from the task owning row
+                        // i; reads (j, i) with j < i, an upper entry nobody writes now.
+                        unsafe { *buffer.0.add(i * m + j) = *buffer.0.add(j * m + i) };
+                    }
+                }
+            }
+        });
 }

@@ -12,16 +12,27 @@ use crate::csr::CsrView;
 use crate::error::{try_zeroed, Error, Result};
 use crate::real::Real;
 use ndarray::{Array2, ArrayView2, ArrayViewMut2};
-use std::sync::atomic::AtomicBool;
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// No dense slot: the feature's entries are in the inverted index.
+const SPARSE: u32 = u32::MAX;
 
 /// Points indexed by feature: for each feature, which points store a value there and the
-/// value (an inverted index, `O(nnz)`), with the points' squared norms.
+/// value (an inverted index, `O(nnz)`), with the points' squared norms. Features that many
+/// of the points store (text's frequent words) are held as dense columns instead: scattering
+/// a feature costs the product of its counts in the two sets, which for the few most
+/// frequent words is most of the work, while a GEMM over them costs far less per product.
 pub(crate) struct SparseBases {
     count: usize,
     /// Feature `f`'s entries are `starts[f]..starts[f + 1]` of `points` and `values`.
     starts: Vec<usize>,
     points: Vec<usize>,
     values: Vec<f64>,
+    /// Feature `f`'s column of `dense` when it has one, else [`SPARSE`].
+    slots: Vec<u32>,
+    /// The points' values in the frequent features, `count × slots in use`.
+    dense: Array2<f64>,
     norms: Vec<f64>,
 }
 
@@ -30,12 +41,11 @@ impl SparseBases {
     pub(crate) fn from_csr<F: Real>(z: &CsrView<'_, F>) -> Result<Self> {
         let entries =
             || (0..z.nrows()).flat_map(move |i| z.row(i).map(move |(f, v)| (i, f, v.as_f64())));
-        Self::of_entries(z.nrows(), z.ncols(), z.nnz(), entries, z.squared_norms())
+        Self::of_entries(z.nrows(), z.ncols(), entries, z.squared_norms())
     }
 
     /// The index of the rows `rows` of `z`, in that order.
     pub(crate) fn from_csr_rows<F: Real>(z: &CsrView<'_, F>, rows: &[usize]) -> Result<Self> {
-        let stored = rows.iter().map(|&i| z.row(i).count()).sum();
         let entries = || {
             rows.iter()
                 .enumerate()
@@ -45,13 +55,12 @@ impl SparseBases {
             .iter()
             .map(|&i| z.row(i).map(|(_, v)| v.as_f64() * v.as_f64()).sum())
             .collect();
-        Self::of_entries(rows.len(), z.ncols(), stored, entries, norms)
+        Self::of_entries(rows.len(), z.ncols(), entries, norms)
     }
 
     /// The index of the dense rows of `z`, its zeros left out (the dense bases of a model
     /// fitted on sparse rows).
     pub(crate) fn from_dense<F: Real>(z: ArrayView2<'_, F>) -> Result<Self> {
-        let stored = z.iter().filter(|v| **v != F::zero()).count();
         let entries = || {
             z.indexed_iter()
                 .filter_map(|((i, f), &v)| (v != F::zero()).then_some((i, f, v.as_f64())))
@@ -61,53 +70,102 @@ impl SparseBases {
             .into_iter()
             .map(|row| row.iter().map(|v| v.as_f64() * v.as_f64()).sum())
             .collect();
-        Self::of_entries(z.nrows(), z.ncols(), stored, entries, norms)
+        Self::of_entries(z.nrows(), z.ncols(), entries, norms)
     }
 
     /// A counting sort of the `entries()` (`(point, feature, value)` in point order) by feature,
-    /// which keeps each feature's points in increasing order.
+    /// which keeps each feature's points in increasing order; the frequent features'
+    /// entries go to their dense columns instead.
     fn of_entries<I: Iterator<Item = (usize, usize, f64)>>(
         count: usize,
         features: usize,
-        stored: usize,
         entries: impl Fn() -> I,
         norms: Vec<f64>,
     ) -> Result<Self> {
-        let mut starts: Vec<usize> = try_zeroed(features + 1, "the sparse points' index")?;
+        let what = "the sparse points' index";
+        let mut counts: Vec<usize> = try_zeroed(features, what)?;
         for (_, f, _) in entries() {
-            starts[f + 1] += 1;
+            counts[f] += 1;
         }
+        let mut slots: Vec<u32> = try_zeroed(features, what)?;
+        let mut frequent = 0usize;
+        for (slot, &stored) in slots.iter_mut().zip(&counts) {
+            let dense = count >= crate::tuning::SPARSE_DENSE_FROM_POINTS
+                && stored * crate::tuning::SPARSE_DENSE_SHARE >= count
+                && frequent < crate::tuning::SPARSE_DENSE_FEATURES;
+            *slot = if dense { frequent as u32 } else { SPARSE };
+            frequent += usize::from(dense);
+        }
+        let mut dense = Array2::from_shape_vec(
+            (count, frequent),
+            try_zeroed(count.saturating_mul(frequent), what)?,
+        )
+        .expect("length matches shape");
+        let mut starts: Vec<usize> = try_zeroed(features + 1, what)?;
         for f in 0..features {
-            starts[f + 1] += starts[f];
+            let sparse = if slots[f] == SPARSE { counts[f] } else { 0 };
+            starts[f + 1] = starts[f] + sparse;
         }
+        let stored = starts[features];
         let mut next = starts.clone();
-        let mut points: Vec<usize> = try_zeroed(stored, "the sparse points' index")?;
-        let mut values: Vec<f64> = try_zeroed(stored, "the sparse points' index")?;
+        let mut points: Vec<usize> = try_zeroed(stored, what)?;
+        let mut values: Vec<f64> = try_zeroed(stored, what)?;
         for (i, f, v) in entries() {
-            points[next[f]] = i;
-            values[next[f]] = v;
-            next[f] += 1;
+            match slots[f] {
+                SPARSE => {
+                    points[next[f]] = i;
+                    values[next[f]] = v;
+                    next[f] += 1;
+                }
+                slot => dense[[i, slot as usize]] = v,
+            }
         }
         Ok(SparseBases {
             count,
             starts,
             points,
             values,
+            slots,
+            dense,
             norms,
         })
     }
 
-    /// `products[j] = Σ_f x_f z_{j,f}` of the sparse row `row` against every point.
-    fn products<F: Real>(&self, row: impl Iterator<Item = (usize, F)>, products: &mut [f64]) {
-        products.fill(0.0);
-        for (f, x) in row {
-            let Some(range) = self.starts.get(f..f + 2) else {
-                continue; // a feature beyond the points' width: they store nothing there
-            };
-            let x = x.as_f64();
-            for at in range[0]..range[1] {
-                products[self.points[at]] += x * self.values[at];
+    /// `values[r, j] = Σ_f x_f z_{from + j, f}` for the sparse rows `row(first + r)` against
+    /// the points from `from` on: the rare features scattered in the row's column order, then
+    /// the frequent ones by one GEMM of the block (sequential: the same sums whatever the
+    /// threads), added last.
+    fn block_products<F: Real, I: Iterator<Item = (usize, F)>>(
+        &self,
+        row: impl Fn(usize) -> I,
+        first: usize,
+        from: usize,
+        mut values: ArrayViewMut2<f64>,
+    ) {
+        let frequent = self.dense.ncols();
+        let mut gathered = Array2::<f64>::zeros((values.nrows(), frequent));
+        for (r, mut products) in values.rows_mut().into_iter().enumerate() {
+            let products = products.as_slice_mut().expect("a row-major block");
+            products.fill(0.0);
+            for (f, x) in row(first + r) {
+                let x = x.as_f64();
+                match self.slots.get(f) {
+                    None => {} // a feature beyond the points' width: they store nothing there
+                    Some(&SPARSE) => {
+                        let range = self.starts[f]..self.starts[f + 1];
+                        let (points, entries) = (&self.points[range.clone()], &self.values[range]);
+                        let skip = points.partition_point(|&point| point < from);
+                        for (&point, &z) in points[skip..].iter().zip(&entries[skip..]) {
+                            products[point - from] += x * z;
+                        }
+                    }
+                    Some(&slot) => gathered[[r, slot as usize]] = x,
+                }
             }
+        }
+        if frequent > 0 {
+            let dense = self.dense.slice(ndarray::s![from.., ..]);
+            ndarray::linalg::general_mat_mul(1.0, &gathered, &dense.t(), 1.0, &mut values);
         }
     }
 }
@@ -160,15 +218,12 @@ fn cross_sparse_into<'r, F: Real, I: Iterator<Item = (usize, F)> + 'r>(
     for_each_row_block(out, n_threads, stop, |b, mut block| {
         let first = b * rows_per_block;
         let mut values = Array2::<f64>::zeros(block.raw_dim());
-        for (r, mut products) in values.rows_mut().into_iter().enumerate() {
-            let products = products.as_slice_mut().expect("a row-major block");
-            bases.products(row(first + r), products);
-        }
+        bases.block_products(&row, first, 0, values.view_mut());
         let norms = &norms[first..first + block.nrows()];
         kernel.map_block::<f64>(values.view_mut(), norms, &bases.norms);
         block.zip_mut_with(&values, |out, &value| *out = F::from_f64(value));
     })?;
-    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+    if stop.load(Ordering::Relaxed) {
         return Err(Error::Interrupted);
     }
     Ok(())
@@ -253,9 +308,8 @@ pub fn cross_rows_with_stop<F: Real>(
     }
 }
 
-/// The Gram matrix of rows of either kind into `out` (`m × m`, contiguous): for sparse rows
-/// every value of the full matrix is computed (twice the products of one triangle) and is
-/// exactly symmetric, each pair's sum running over the same features in the same order.
+/// The Gram matrix of rows of either kind into `out` (`m × m`, contiguous), exactly
+/// symmetric: for sparse rows, the upper block triangle mirrored, as for dense ones.
 pub fn gram_rows_into_with_stop<F: Real>(
     x: &Rows<'_, F>,
     kernel: &Kernel,
@@ -279,17 +333,34 @@ pub fn gram_rows_into_with_stop<F: Real>(
         ));
     }
     let bases = SparseBases::from_csr(x)?;
-    cross_sparse_into(
-        |i| x.row(i),
-        &bases.norms.clone(),
-        &bases,
-        kernel,
-        n_threads,
-        stop,
-        out.view_mut(),
-    )?;
-    if let Kernel::Rbf { .. } = kernel {
-        out.diag_mut().fill(F::one());
+    let norms = &bases.norms;
+    let rows_per_block = crate::tuning::KERNEL_BLOCK_ROWS;
+    crate::pool::shared(n_threads)?.install(|| {
+        // Upper block triangle: block row b covers the points from its own first row on.
+        out.axis_chunks_iter_mut(ndarray::Axis(0), rows_per_block)
+            .into_par_iter()
+            .enumerate()
+            .for_each(|(b, mut block)| {
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                let start = b * rows_per_block;
+                let rows = start..start + block.nrows();
+                let mut values = Array2::<f64>::zeros((block.nrows(), m - start));
+                bases.block_products(|i| x.row(i), start, start, values.view_mut());
+                kernel.map_block::<f64>(values.view_mut(), &norms[rows], &norms[start..]);
+                let mut upper = block.slice_mut(ndarray::s![.., start..]);
+                upper.zip_mut_with(&values, |out, &value| *out = F::from_f64(value));
+                if let Kernel::Rbf { .. } = kernel {
+                    for local in 0..block.nrows() {
+                        block[[local, start + local]] = F::one();
+                    }
+                }
+            });
+        super::dense::mirror_lower(out.view_mut(), stop);
+    });
+    if stop.load(Ordering::Relaxed) {
+        return Err(Error::Interrupted);
     }
     Ok(())
 }
@@ -326,10 +397,7 @@ pub fn expansion_rows_with_stop<F: Real>(
     for_each_row_block(out.view_mut(), n_threads, stop, |b, mut out_block| {
         let first = b * rows_per_block;
         let mut values = Array2::<f64>::zeros((out_block.nrows(), bases.count));
-        for (r, mut products) in values.rows_mut().into_iter().enumerate() {
-            let products = products.as_slice_mut().expect("a row-major block");
-            bases.products(x.row(first + r), products);
-        }
+        bases.block_products(|i| x.row(i), first, 0, values.view_mut());
         let norms = &norms[first..first + out_block.nrows()];
         kernel.map_block::<f64>(values.view_mut(), norms, &bases.norms);
         // Values rounded to F first, as the dense path's are.
@@ -337,7 +405,7 @@ pub fn expansion_rows_with_stop<F: Real>(
         out_block.assign(&bias_row);
         ndarray::linalg::general_mat_mul(1.0, &values, &weights, 1.0, &mut out_block);
     })?;
-    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+    if stop.load(Ordering::Relaxed) {
         return Err(Error::Interrupted);
     }
     super::expansion::refuse_overflow::<F>(out)
@@ -349,7 +417,7 @@ mod tests {
     use crate::csr::Indices;
     use crate::kernel::cross;
 
-    /// A `rows × cols` matrix with about a fifth of its entries stored, as CSR arrays and
+    /// A `rows × cols` matrix, column `f` with about `0.5 / (1 + f/3)` of its entries stored, as CSR arrays and
     /// dense.
     fn sparse(rows: usize, cols: usize, seed: u64) -> (Vec<i64>, Vec<i32>, Vec<f64>, Array2<f64>) {
         let mut state = seed;
@@ -363,7 +431,8 @@ mod tests {
         let (mut indptr, mut indices, mut data) = (vec![0i64], Vec::new(), Vec::new());
         for i in 0..rows {
             for f in 0..cols {
-                if uniform() < 0.2 {
+                // The first columns stored by many rows (held dense), the last by few.
+                if uniform() < 0.5 / (1.0 + f as f64 / 3.0) {
                     let value = 2.0 * uniform() - 1.0;
                     dense[[i, f]] = value;
                     indices.push(f as i32);
@@ -498,6 +567,9 @@ mod tests {
         )
         .unwrap();
         let stop = AtomicBool::new(false);
+        let held = SparseBases::from_csr(&x).unwrap();
+        let frequent = held.dense.ncols();
+        assert!(0 < frequent && frequent < 40, "{frequent}: both parts are exercised");
         let basis = dense.select(ndarray::Axis(0), &[3, 50, 149, 7]);
         let weights = Array2::from_shape_fn((4, 2), |(j, c)| (j as f64 - 1.5) * (c as f64 + 0.5));
         let bias = [0.25, -1.0];
