@@ -167,6 +167,16 @@ def test_bad_input_is_a_value_error_naming_it(binary):
         predictor.predict_proba([["a"] * 6])
 
 
+def test_a_sparse_X_is_refused_naming_what_takes_it(binary):
+    scipy_sparse = pytest.importorskip("scipy.sparse")
+    _, path = binary
+    predictor = gkfda.Predictor.load(path)
+    for X in (scipy_sparse.csr_matrix(np.eye(3, 6)), scipy_sparse.csr_array(np.eye(3, 6)),
+              scipy_sparse.coo_matrix(np.eye(3, 6))):
+        with pytest.raises(TypeError, match=r"X: a Predictor takes dense rows.*toarray.*gkfda\.load"):
+            predictor.predict(X)
+
+
 def test_a_bad_file_is_refused_naming_it(tmp_path, binary):
     _, path = binary
     data = bytearray(path.read_bytes())

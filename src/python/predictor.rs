@@ -169,6 +169,12 @@ impl Predictor {
     ) -> PyResult<(T, usize)> {
         let py = x.py();
         let model = self.model();
+        if super::sparse::is_sparse(x) {
+            return Err(PyTypeError::new_err(
+                "X: a Predictor takes dense rows, not a sparse matrix: densify them \
+                 (X.toarray()), or predict with the estimator gkfda.load gives, which takes it",
+            ));
+        }
         let converted;
         let x = match x.cast::<numpy::PyUntypedArray>() {
             Ok(array)

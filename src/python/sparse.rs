@@ -8,6 +8,17 @@ use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
+/// The format of a SciPy sparse matrix or array (`"csr"`, `"coo"`, …), which names it in a
+/// string attribute; `None` for anything else.
+fn sparse_format(obj: &Bound<'_, PyAny>) -> Option<String> {
+    obj.getattr("format").ok()?.extract::<String>().ok()
+}
+
+/// Whether `obj` is a SciPy sparse matrix or array, of any format.
+pub(super) fn is_sparse(obj: &Bound<'_, PyAny>) -> bool {
+    sparse_format(obj).is_some()
+}
+
 /// Column indices or row pointers as SciPy stores them.
 enum IndexArray<'py> {
     I32(PyReadonlyArray1<'py, i32>),
