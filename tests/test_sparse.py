@@ -264,6 +264,43 @@ def test_greedy_kfda_fits_sparse_X_as_its_dense_copy(kernel, dtype, solver, clas
     np.testing.assert_allclose(fitted.predict_proba(S).sum(axis=1), 1.0)
 
 
+def tfidf_corpus(n_docs=240, vocabulary=400, seed=0):
+    """TF-IDF rows of pseudo-documents of two topics over a shared Zipf vocabulary."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    rng = np.random.default_rng(seed)
+    weights = 1.0 / np.arange(1, vocabulary + 1) ** 1.1
+    topics = [rng.permutation(vocabulary)[:40] for _ in range(2)]
+    docs, labels = [], []
+    for i in range(n_docs):
+        label = i % 2
+        background = rng.choice(vocabulary, size=rng.integers(20, 40), p=weights / weights.sum())
+        topical = rng.choice(topics[label], size=rng.integers(3, 10))
+        docs.append(" ".join(f"w{w}" for w in np.concatenate([background, topical])))
+        labels.append(label)
+    return TfidfVectorizer(sublinear_tf=True).fit_transform(docs), np.array(labels)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("solver", ("dense", "factored"))
+def test_tfidf_rows_fit_as_their_dense_copy(kernel, dtype, solver):
+    S, y = tfidf_corpus()
+    X = S.toarray()
+    options = dict(k=15, kernel=kernel, solver=solver, dtype=dtype, factor_rank=S.shape[0], random_state=0,
+                   **({"linear": {}, "rbf": dict(gamma=1.0), "poly": dict(gamma=1.0, degree=2, coef0=1.0)}[kernel]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        fitted = GreedyKFDA(**options).fit(S, y)
+        dense = GreedyKFDA(**options).fit(X, y)
+    params = {"linear": {}, "rbf": dict(gamma=1.0), "poly": dict(gamma=1.0, degree=2, coef0=1.0)}[kernel]
+    K = _core.kernel_matrix(np.ascontiguousarray(X), kernel=kernel, **params)
+    if compare_picks(fitted.support_, dense.support_, K, y, dtype):
+        atol = OUTPUT_ATOL[dtype] * max(1.0, np.abs(dense.decision_function(X)).max())
+        np.testing.assert_allclose(fitted.decision_function(S), dense.decision_function(X), atol=atol)
+        np.testing.assert_allclose(fitted.decision_function(X), dense.decision_function(S), atol=atol)
+
+
 def test_gamma_scale_of_sparse_X_is_that_of_the_dense_copy():
     X, y = sparse_data()
     fitted = GreedyKFDA(k=5, gamma="scale").fit(sparse.csr_matrix(X), y)
