@@ -459,6 +459,21 @@ def test_a_dask_array_of_sparse_chunks_is_refused_by_name():
         _checked_X(None, chunks, y)
 
 
+def test_a_sparse_fit_exports_to_onnx_as_a_dense_fit():
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("skl2onnx")
+    import onnxruntime as ort
+    from gkfda.onnx import to_onnx
+
+    X, y = sparse_data(classes=3)
+    model = GreedyKFDA(k=8, gamma=0.05).fit(sparse.csr_matrix(X), y)
+    onx = to_onnx(model, X[:1])  # the graph takes dense rows
+    runtime = ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [output.name for output in runtime.get_outputs()]
+    outputs = dict(zip(names, runtime.run(None, {runtime.get_inputs()[0].name: X})))
+    np.testing.assert_allclose(outputs["probabilities"], model.predict_proba(sparse.csr_matrix(X)), atol=1e-9)
+
+
 def test_parity_summary(capsys):
     """The count of sparse fits whose selections were identical to the dense fit's (the rest
     parted at a tie, checked above)."""
