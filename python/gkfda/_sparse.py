@@ -25,11 +25,9 @@ def accepts_sparse(kernel) -> bool:
 
 
 def canonical_csr(X):
-    """``X`` (CSR, from scikit-learn's validation) with sorted indices and no duplicates, and
-    ``indices`` and ``indptr`` of one integer dtype; ``X`` itself when it is so already, else
-    a copy (the caller's matrix is never changed)."""
-    if X.indices.dtype != X.indptr.dtype:
-        X = type(X)((X.data, X.indices.astype(np.int64), X.indptr.astype(np.int64)), shape=X.shape, copy=False)
+    """``X`` (CSR, from scikit-learn's validation) with sorted indices and no duplicates:
+    ``X`` itself when it is so already, else a copy (the caller's matrix is never changed).
+    ``indices`` and ``indptr`` stay as they are, int32 or int64 each: the core reads either."""
     if not X.has_canonical_format:
         X = X.copy()
         X.sum_duplicates()  # sorts the indices of each row and adds up the duplicates
