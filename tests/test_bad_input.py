@@ -148,8 +148,20 @@ def test_complex_X(data):
 def test_sparse_X(data):
     scipy_sparse = pytest.importorskip("scipy.sparse")
     X, y = data
-    with pytest.raises(TypeError, match=r"\bX\b.*dense"):
-        GreedyKFDA(k=3).fit(scipy_sparse.csr_matrix(X), y)
+    # Taken where the kernel can take it (tests/test_sparse.py has the parity) ...
+    model = GreedyKFDA(k=3).fit(scipy_sparse.csr_matrix(X), y)
+    np.testing.assert_allclose(model.predict_proba(scipy_sparse.csc_matrix(X)), model.predict_proba(X), atol=1e-10)
+    # NaN among its stored values is scikit-learn's refusal, at fit and at prediction.
+    holed = scipy_sparse.csr_matrix(X)
+    holed.data[0] = np.nan
+    with pytest.raises(ValueError, match=r"^X: Input X contains NaN"):
+        GreedyKFDA(k=3).fit(holed, y)
+    with pytest.raises(ValueError, match=r"^X: Input X contains NaN"):
+        model.predict(holed)
+    # ... refused, as SVC refuses it, with a precomputed kernel.
+    K = X @ X.T
+    with pytest.raises(TypeError, match=r"^X: Sparse data was passed for X, but dense data is required"):
+        GreedyKFDA(k=3, kernel="precomputed").fit(scipy_sparse.csr_matrix(K), y)
 
 
 def test_unfitted():

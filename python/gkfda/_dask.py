@@ -41,6 +41,7 @@ from concurrent.futures import CancelledError
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import sparse
 from sklearn.utils.validation import check_consistent_length, column_or_1d
 
 from . import _core
@@ -411,6 +412,10 @@ def _checked_X(client, X, y):
 
     if not isinstance(X, da.Array):
         raise ValueError(f"X: a dask collection must be a dask array, got {type(X).__name__}")
+    if sparse.issparse(getattr(X, "_meta", None)):
+        # The workers' factor rows and checks read dense chunks.
+        raise ValueError("X: a dask array of sparse chunks is not supported; fit the scipy.sparse matrix in "
+                         "memory (X.compute()) or give dense chunks")
     if X.ndim != 2:
         raise ValueError(f"X: expected a 2-D dask array of shape (n_samples, n_features), got {X.ndim}-D")
     if X.dtype.kind not in "biuf":

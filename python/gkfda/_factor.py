@@ -1,6 +1,7 @@
 """The kernel factor of a factored fit: ``K ≈ ΦΦ'`` with ``Φ`` of ``m × p`` (docs/scale.md).
 
-``kernel="linear"``: ``Φ = X``, exact. ``rbf`` and ``poly``: the Nyström factor of a pool of
+``kernel="linear"``: ``Φ = X``, exact. ``rbf`` and ``poly``, and every kernel of a sparse
+``X`` (``linear`` too, so that ``Φ`` is never ``X`` made dense): the Nyström factor of a pool of
 ``p`` training points, ``Φ = K[:, P] W`` with ``WW' = K[P, P]⁺`` (``_core.nystroem_factor``,
 built in row blocks in the core), the pool chosen on a uniform subsample of the training set
 by one of ``POOLS``:
@@ -14,11 +15,13 @@ by one of ``POOLS``:
 from __future__ import annotations
 
 import numpy as np
+from scipy.sparse import issparse
 from sklearn.utils._param_validation import StrOptions
 
 from . import _core
 from ._kernels import _count, kernel_overflow_message
 from ._progress import SILENT
+from ._sparse import row_squared_norms
 
 SOLVERS = ("auto", "dense", "factored")
 POOLS = ("rpcholesky", "greedy", "uniform")
@@ -77,10 +80,10 @@ def factor_width(core_name, n_features, m, factor_rank) -> int:
 
 
 def diagonal(X, kernel, gamma, degree, coef0) -> np.ndarray:
-    """``κ(x, x)`` of each row of ``X``, in float64."""
+    """``κ(x, x)`` of each row of ``X`` (dense or CSR), in float64."""
     if kernel == "rbf":
-        return np.ones(len(X))
-    squared = np.einsum("ij,ij->i", X, X, dtype=np.float64)
+        return np.ones(X.shape[0])
+    squared = row_squared_norms(X) if issparse(X) else np.einsum("ij,ij->i", X, X, dtype=np.float64)
     if kernel == "linear":
         return squared
     return (gamma * squared + coef0) ** degree
@@ -95,16 +98,19 @@ def check_kernel_range(X, kernel, params, dtype, argument="X") -> None:
     ``x·z`` and a polynomial's ``(gamma x·z + coef0)^degree``, each at most its value for the
     row of largest norm (Cauchy–Schwarz). The dense fit finds the same overflow in its
     matrix; a factor would otherwise fail in the pool's eigendecomposition or with NaN rows."""
-    if len(X) == 0 or kernel is None:
+    if X.shape[0] == 0 or kernel is None:
         return
     largest = float(np.finfo(dtype).max)
     with np.errstate(over="ignore", invalid="ignore"):
-        # The core moves float32 rows by their float64 mean before an RBF's norms.
-        centre = X.mean(axis=0, dtype=np.float64) if kernel == "rbf" and np.dtype(dtype) == np.float32 else 0.0
-        squared = 0.0
-        for start in range(0, len(X), _NORM_BLOCK_ROWS):  # in float64, a block of rows at a time
-            rows = np.asarray(X[start:start + _NORM_BLOCK_ROWS], dtype=np.float64) - centre
-            squared = max(squared, float(np.max(np.einsum("ij,ij->i", rows, rows))))
+        if issparse(X):  # the core's sparse kernels do not centre, and sum in float64
+            squared = float(np.max(row_squared_norms(X)))
+        else:
+            # The core moves float32 rows by their float64 mean before an RBF's norms.
+            centre = X.mean(axis=0, dtype=np.float64) if kernel == "rbf" and np.dtype(dtype) == np.float32 else 0.0
+            squared = 0.0
+            for start in range(0, len(X), _NORM_BLOCK_ROWS):  # in float64, a block of rows at a time
+                rows = np.asarray(X[start:start + _NORM_BLOCK_ROWS], dtype=np.float64) - centre
+                squared = max(squared, float(np.max(np.einsum("ij,ij->i", rows, rows))))
         if kernel == "rbf":
             bound = 2.0 * squared
         elif kernel == "poly":
@@ -119,7 +125,7 @@ def check_kernel_range(X, kernel, params, dtype, argument="X") -> None:
 def pool(X, p, method, params, rng, threads, progress=SILENT) -> np.ndarray:
     """The indices of the ``p`` pool points among the rows of ``X`` by ``method``, shown as
     ``progress``'s ``pool`` phase (a bar of its pivots)."""
-    m = len(X)
+    m = X.shape[0] if issparse(X) else len(X)  # len: a dask fit's rows gathered from its chunks
     with progress.phase("pool", total=p, unit="pivot"):
         order = rng.permutation(m)
         if method == "uniform" or p >= m:
@@ -127,7 +133,7 @@ def pool(X, p, method, params, rng, threads, progress=SILENT) -> np.ndarray:
             return np.sort(order[:p])
         s = min(m, max(SUBSAMPLE_PER_PIVOT * p, SUBSAMPLE_MIN))
         subsample = np.sort(order[:s])
-        points = np.ascontiguousarray(X[subsample])
+        points = X[subsample] if issparse(X) else np.ascontiguousarray(X[subsample])  # CSR stays CSR
         chosen = _pivoted_cholesky(points, p, method == "rpcholesky", params, rng, threads, progress.advance)
         return np.sort(subsample[chosen])
 
@@ -136,7 +142,7 @@ def _pivoted_cholesky(points, p, random, params, rng, threads, advance=None) -> 
     """``p`` pivots of a partial Cholesky of the kernel of ``points``: drawn with probability
     proportional to the residual diagonal (``random``), else its largest entry. Stops early
     when the residual is exhausted. ``advance(1)`` is called as each pivot is taken."""
-    s = len(points)
+    s = points.shape[0]
     residual = diagonal(points, params["kernel"], params["gamma"], params["degree"], params["coef0"])
     columns = np.zeros((s, p))
     pivots = []
@@ -163,11 +169,12 @@ def _pivoted_cholesky(points, p, random, params, rng, threads, advance=None) -> 
 
 
 def training_factor(X, dtype, p, method, params, rng, threads, progress=SILENT) -> np.ndarray:
-    """``Φ`` of the training rows ``X`` (already in ``dtype``, C-contiguous) for the named
-    kernel ``params``: ``X`` itself for ``linear``, else the Nyström factor of a pool of
+    """``Φ`` of the training rows ``X`` (already in ``dtype``, C-contiguous, or a canonical
+    CSR) for the named kernel ``params``: a dense ``X`` itself for ``linear``, else (a sparse
+    ``X`` of every kernel) the Nyström factor of a pool of
     ``p`` points chosen by ``method``, shown as ``progress``'s phases ``pool`` and ``factor``
     (its blocks of rows, counted by the core once the pool's ``W`` is made)."""
-    if params["kernel"] == "linear":
+    if params["kernel"] == "linear" and not issparse(X):
         return np.ascontiguousarray(X, dtype=dtype)
     indices = pool(X, p, method, params, rng, threads, progress)
     with progress.phase("factor", unit="block"):

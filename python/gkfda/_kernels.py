@@ -20,6 +20,7 @@ from sklearn.utils._param_validation import Interval, StrOptions, validate_param
 from sklearn.utils.validation import validate_data
 
 from . import _core
+from . import _sparse
 from ._validation import check_fit_fits, check_precomputed_kernel
 
 
@@ -155,14 +156,24 @@ def portable_kernel(estimator, gamma, action) -> dict:
 
 
 def _convert(A, dtype, argument):
-    """``A`` as a C-contiguous array of ``dtype``, refusing values that overflow it."""
-    A = np.asarray(A)
-    if A.dtype == dtype:
-        return np.ascontiguousarray(A)
+    """``A`` as a C-contiguous array of ``dtype`` (a CSR ``A``: its values, the index arrays
+    shared), refusing values that overflow it."""
+    if sparse.issparse(A):
+        if A.dtype == dtype:
+            return _sparse.as_dtype(A, dtype)
+        values = None
+    else:
+        A = np.asarray(A)
+        if A.dtype == dtype:
+            return np.ascontiguousarray(A)
     # A is finite (checked before); one reduction finds an overflow without an m×m temporary.
     with np.errstate(over="ignore", invalid="ignore"):
-        converted = np.ascontiguousarray(A, dtype=dtype)
-        total = converted.sum(dtype=np.float64)
+        if sparse.issparse(A):
+            converted = _sparse.as_dtype(A, dtype)
+            values = converted.data
+        else:
+            converted = values = np.ascontiguousarray(A, dtype=dtype)
+        total = values.sum(dtype=np.float64)
     if not np.isfinite(total):
         raise ValueError(
             f"{argument}: has values beyond the range of {np.dtype(dtype).name}; "
@@ -174,7 +185,7 @@ def _convert(A, dtype, argument):
 def _default_gamma(X, argument="X") -> float:
     """``1 / (n_features · Var(X))`` like ``SVC(gamma="scale")``; 1 for constant X."""
     with np.errstate(over="ignore", invalid="ignore"):
-        variance = float(X.var(dtype=np.float64))
+        variance = _sparse.variance(X) if sparse.issparse(X) else float(X.var(dtype=np.float64))
     if not np.isfinite(variance):
         raise ValueError(f"{argument}: the variance of the features overflows float64; scale the features")
     gamma = 1.0 / (X.shape[1] * variance) if variance > 0 else 1.0
@@ -230,9 +241,9 @@ def kernel_expansion(X, points, weights, bias, *, kernel, gamma, degree, coef0, 
         return _core.kernel_expansion(X, points, weights, bias, kernel=kernel, gamma=gamma, degree=degree,
                                       coef0=coef0, link=link, n_threads=n_threads)
     except ValueError as error:
-        if "overflow" not in str(error) or not np.isfinite(X).all():
+        if "overflow" not in str(error) or not np.isfinite(X.data if sparse.issparse(X) else X).all():
             raise
-        for start in range(0, len(X), _TRACED_ROWS):
+        for start in range(0, X.shape[0], _TRACED_ROWS):
             K = _core.kernel_matrix(X[start : start + _TRACED_ROWS], points, kernel=kernel, gamma=gamma,
                                     degree=degree, coef0=float(coef0), n_threads=n_threads)
             if not np.isfinite(K).all():
@@ -300,7 +311,7 @@ def kernel_between(X, Z, kernel, params, dtype, threads, argument="X", rows=Fals
         if callable(kernel):
             extra = params.get("kernel_params", {})
             values = pairwise_kernels(X, Z, metric=kernel, **extra) if rows else kernel(X, other, **extra)
-            K = _check_callable_output(values, (len(X), len(other)))
+            K = _check_callable_output(values, (X.shape[0], other.shape[0]))
         else:
             parameters = {parameter: params[parameter] for parameter in ("gamma", "degree", "coef0")}
             K = np.asarray(pairwise_kernels(X, Z, metric=canonical_kernel(kernel), filter_params=True, **parameters),
@@ -335,26 +346,30 @@ def kernel_between(X, Z, kernel, params, dtype, threads, argument="X", rows=Fals
 def kernel_diagonal(X, kernel, params, rows=False):
     """``κ(x, x)`` of each row of ``X`` (float64), for a kernel :func:`kernel_between` takes."""
     name = canonical_kernel(kernel)
-    X = np.asarray(X, dtype=np.float64)
+    if not sparse.issparse(X):
+        X = np.asarray(X, dtype=np.float64)
     if name in ("rbf", "laplacian", "chi2"):
-        return np.ones(len(X))
-    if name == "linear":
-        return np.einsum("ij,ij->i", X, X)
-    if name == "poly":
-        return (params["gamma"] * np.einsum("ij,ij->i", X, X) + params["coef0"]) ** params["degree"]
-    return np.array([float(kernel_between(row[None], row[None], kernel, params, np.float64, 1, rows=rows)[0, 0])
-                     for row in X])
+        return np.ones(X.shape[0])
+    if name in ("linear", "poly"):
+        squared = _sparse.row_squared_norms(X) if sparse.issparse(X) else np.einsum("ij,ij->i", X, X)
+        return squared if name == "linear" else (params["gamma"] * squared + params["coef0"]) ** params["degree"]
+    return np.array([float(kernel_between(X[i:i + 1], X[i:i + 1], kernel, params, np.float64, 1, rows=rows)[0, 0])
+                     for i in range(X.shape[0])])
 
 
 def validate_input(estimator, X, reset, y="no_validation", **options):
     """scikit-learn's ``validate_data`` of ``X`` (and ``y``, even when None, so that
     ``fit(X, None)`` gets scikit-learn's "requires y"), its message prefixed with the
-    argument at fault unless it starts with its name."""
+    argument at fault unless it starts with its name. A sparse ``X`` (any SciPy format) is
+    taken as a canonical CSR (:func:`_sparse.canonical_csr`) where the estimator's kernel
+    takes one, else refused with scikit-learn's message."""
     dtype = [np.float64, np.float32]
+    options.setdefault("accept_sparse", "csr" if _sparse.accepts_sparse(estimator.kernel) else False)
     try:
         if not (isinstance(y, str) and y == "no_validation"):
-            return validate_data(estimator, X, y, dtype=dtype, ensure_min_samples=2, reset=reset, **options)
-        return validate_data(estimator, X, dtype=dtype, reset=reset, **options)
+            validated = validate_data(estimator, X, y, dtype=dtype, ensure_min_samples=2, reset=reset, **options)
+        else:
+            validated = validate_data(estimator, X, dtype=dtype, reset=reset, **options)
     except (TypeError, ValueError) as error:
         message = str(error)
         if re.match(r"[Xy]\b", message):  # "X has 2 features, …", "y should be a 1d array, …"
@@ -364,6 +379,10 @@ def validate_input(estimator, X, reset, y="no_validation", **options):
         else:  # "Input y contains NaN", "… requires y to be passed …"
             argument = "y" if re.search(r"\by\b", message) and not re.search(r"\bX\b", message) else "X"
         raise type(error)(f"{argument}: {message}") from error
+    if isinstance(validated, tuple):
+        X, y = validated
+        return (_sparse.canonical_csr(X) if sparse.issparse(X) else X), y
+    return _sparse.canonical_csr(validated) if sparse.issparse(validated) else validated
 
 
 def uses_gamma(kernel) -> bool:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.sparse import issparse
 
 from ._discriminant import KernelColumns
 from ._factor import auto_factor_rank, check_kernel_range, factor_width, resolved_solver, training_factor
@@ -118,14 +119,17 @@ def checked_training_factor(X, core_name, params, dtype, threads, k, selections,
     the factor's blocks."""
     X = _convert(X, dtype, "X")
     check_kernel_range(X, core_name, params, dtype)
-    m = len(X)
-    if core_name != "linear":  # Φ = X: its rank is the features', whatever factor_rank says
+    m = X.shape[0]
+    # A sparse X's factor is a Nyström factor of every kernel, linear too: never m × n_features.
+    nystroem = core_name != "linear" or issparse(X)
+    input_bytes = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes if issparse(X) else 0
+    if nystroem:  # Φ = X: its rank is the features', whatever factor_rank says
         largest = None
         if isinstance(factor_rank, str):
-            largest = largest_factor_rank(m, k, selections, dtype, threads, auto_factor_rank(k, m))
+            largest = largest_factor_rank(m, k, selections, dtype, threads, auto_factor_rank(k, m), input_bytes)
         factor_rank = factor_rank_for(factor_rank, k, m, k_name, largest)
-    p = factor_width(core_name, X.shape[1], m, factor_rank)
-    check_factored_fit_fits(m, p, k, selections, dtype, threads)
+    p = factor_width(core_name if not nystroem else None, X.shape[1], m, factor_rank)
+    check_factored_fit_fits(m, p, k, selections, dtype, threads, input_bytes)
     return training_factor(X, X.dtype, p, pool, {**params, "kernel": core_name}, rng, threads, progress)
 
 
@@ -204,8 +208,8 @@ class TrainingProblem:
 
     def _union_columns(self, union, kernel) -> KernelColumns:
         """``K(X, X[union])`` in kernel order (``m × |union|``), of a factored fit's rows."""
-        basis = np.ascontiguousarray(self.rows[union])
-        m = len(self.rows)
+        basis = self.rows[union] if issparse(self.rows) else np.ascontiguousarray(self.rows[union])
+        m = self.rows.shape[0]
         cross = np.empty((m, len(union)), dtype=self.dtype)
         # By blocks of rows, for a progress bar: a row's kernel values do not depend on the
         # rows computed beside it, so the blocks make the whole call's matrix bit for bit.

@@ -159,11 +159,13 @@ def factor_bytes(m: int, p: int, itemsize: int, threads: int) -> int:
     return m * p * itemsize + threads * block_rows * p * itemsize + 4 * p * p * 8
 
 
-def check_factored_fit_fits(m: int, p: int, k: int, selections: int, dtype, threads: int) -> None:
+def check_factored_fit_fits(m: int, p: int, k: int, selections: int, dtype, threads: int,
+                            input_bytes: int = 0) -> None:
     """Refuse, before allocating, a factored fit that cannot hold its factor (``m × p``) with
-    the working memory of its selections and model, naming ``factor_rank``."""
+    the working memory of its selections and model, naming ``factor_rank``; ``input_bytes``:
+    a sparse ``X``'s arrays, which the factor is made from (never ``X`` made dense)."""
     dtype = np.dtype(dtype)
-    factor = factor_bytes(m, p, dtype.itemsize, threads)
+    factor = factor_bytes(m, p, dtype.itemsize, threads) + int(input_bytes)
     working = fit_working_bytes(m, k, selections, dtype)
     available = available_memory()
     if factor + working > available:
@@ -176,11 +178,12 @@ def check_factored_fit_fits(m: int, p: int, k: int, selections: int, dtype, thre
         )
 
 
-def largest_factor_rank(m: int, k: int, selections: int, dtype, threads: int, ceiling: int) -> int:
+def largest_factor_rank(m: int, k: int, selections: int, dtype, threads: int, ceiling: int,
+                        input_bytes: int = 0) -> int:
     """The largest rank ``p ≤ ceiling`` whose factored fit passes
     :func:`check_factored_fit_fits` in the memory available now, 0 if none does."""
     itemsize = np.dtype(dtype).itemsize
-    room = available_memory() - fit_working_bytes(m, k, selections, dtype)
+    room = available_memory() - fit_working_bytes(m, k, selections, dtype) - int(input_bytes)
     low, high = 0, int(ceiling)
     while low < high:  # factor_bytes grows with p: the last p that fits, by bisection
         middle = (low + high + 1) // 2

@@ -7,6 +7,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+from scipy.sparse import issparse
 from scipy.special import expit, log_expit, log_softmax, logsumexp, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
 from sklearn.utils import check_random_state
@@ -34,6 +35,7 @@ from ._dask import is_dask_input, prepare_dask_training
 from ._factor import DEFAULT_FACTOR_RANK, FACTOR_RANK_CONSTRAINT, POOLS, SOLVERS
 from ._training import more_than_samples_message, prepare_training, short_selection_message
 from ._discriminant import fit_discriminant, one_blas_thread
+from ._sparse import accepts_sparse, dense_rows
 from ._sparsity_path import SparsityPath
 from .bounds import FeatureMoments, FisherDiscriminantBound
 from ._validation import check_full_state, check_scored_samples, checked_priors, thread_count
@@ -131,14 +133,16 @@ class GreedyKFDA(
     solver : {"auto", "dense", "factored"}, default="auto"
         How the selection reads the kernel. ``dense`` builds the ``m×m`` training kernel
         (O(m²) memory, O(m²) a pick). ``factored`` holds it as a factor ``K ≈ ΦΦ'``
-        (``Φ`` of ``m × factor_rank``; ``kernel="linear"``: ``Φ = X``, exact): O(mp) memory
+        (``Φ`` of ``m × factor_rank``; ``kernel="linear"``: ``Φ = X``, exact, but of a sparse
+        ``X`` a Nyström factor of rank ``factor_rank``, never ``X`` made dense): O(mp) memory
         and O(mp) a pick, the bases still chosen among all ``m`` points by the same criteria
         and deflations, the model fitted on the exact kernel columns of the chosen bases.
         ``auto`` is ``dense`` up to 20,000 samples when the dense kernel fits in memory,
         ``factored`` beyond (docs/scale.md). Named kernels only: a precomputed or callable
         kernel is always dense.
     factor_rank : "auto" or int, default="auto"
-        ``p``, the rank of the Nyström factor of ``rbf`` and ``poly`` kernels (at most
+        ``p``, the rank of the Nyström factor of ``rbf`` and ``poly`` kernels, and of every
+        kernel of a sparse ``X`` (at most
         ``n_samples``): the number of pool points whose kernel columns span ``Φ``.
         ``"auto"`` is ``max(2k, 1000)``, lowered to the largest rank whose factor fits in
         the memory available (the memory check of the fit) but never below ``k``
@@ -163,7 +167,8 @@ class GreedyKFDA(
     support_ : ndarray of shape ``(k_,)``, or a list of them (one per class, one-vs-rest)
         Training indices of the chosen bases, in selection order.
     support_vectors_ : ndarray of shape ``(k_, n_features)``, or a list of them
-        The chosen training points (shape ``(k_, 0)`` for a precomputed kernel).
+        The chosen training points (shape ``(k_, 0)`` for a precomputed kernel), dense
+        whether ``X`` was sparse or not (``SVC`` keeps a sparse fit's sparse).
     n_support_ : ndarray of shape (n_classes,)
         How many chosen bases belong to each class (over all one-vs-rest models).
     k_ : int, or ndarray of shape (n_classes,)
@@ -289,6 +294,7 @@ class GreedyKFDA(
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.pairwise = self.kernel == "precomputed"
+        tags.input_tags.sparse = accepts_sparse(self.kernel)
         return tags
 
     # -- validation -------------------------------------------------------------------
@@ -315,7 +321,7 @@ class GreedyKFDA(
             return precomputed_columns(X, basis_indices, self.n_features_in_)
         basis = self._support_points[basis_indices]
         if callable(self.kernel):
-            return _check_callable_output(self.kernel(X, basis), (len(X), len(basis)))
+            return _check_callable_output(self.kernel(X, basis), (X.shape[0], len(basis)))
         return kernel_between(X, basis, self.kernel, self._kernel_params(), dtype, thread_count(self.n_jobs))
 
     # -- fit --------------------------------------------------------------------------
@@ -328,7 +334,10 @@ class GreedyKFDA(
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features), or (n_samples, n_samples)
-            Training data, or the training kernel when ``kernel="precomputed"``. A dask
+            Training data, or the training kernel when ``kernel="precomputed"``. A
+            ``scipy.sparse`` matrix (any format, taken as CSR) for every kernel but
+            ``precomputed``, ``chi2`` and ``additive_chi2``; the kernels of its rows are
+            computed without making it dense (docs/scale.md, "Sparse X"). A dask
             array chunked by rows is fitted on the current ``distributed`` client, with the
             factored solver and the factor's rows held by the workers: the in-memory
             factored fit's picks and model (docs/scale.md, "Beyond one machine: Dask").
@@ -352,7 +361,8 @@ class GreedyKFDA(
         problems, by_class, threads = problem.problems, problem.by_class, problem.threads
         selections = self._select(problem, rng)
         linear = problem.core_name == "linear"
-        factor_rank = None if problem.factor is None or linear else int(problem.factor.shape[1])
+        # Φ = X (a dense linear fit) has the features' rank; a Nyström factor its columns'.
+        factor_rank = None if problem.factor is None or linear and not issparse(problem.X) else int(problem.factor.shape[1])
         problem.factor = None  # Φ (m × p) is read by the selection only: let it go
         with problem.progress.phase("exact columns", total=len(by_class), unit="row"):
             columns = problem.columns([support for support, _, _ in selections], self.kernel)
@@ -572,7 +582,7 @@ class GreedyKFDA(
                     n_threads=threads,
                 )
             except ValueError:
-                if not np.isfinite(X_ready).all():
+                if not np.isfinite(X_ready.data if issparse(X_ready) else X_ready).all():
                     self._validate_X(X, reset=False)  # raises scikit-learn's message
                 raise
         kernel = np.asarray(self._cross_kernel(self._validate_X(X, reset=False), self._union_support), np.float64)
@@ -680,7 +690,7 @@ class _IndexedRows:
 
     def __init__(self, X, indices):
         self.indices = np.asarray(indices, dtype=np.int64)
-        self.rows = np.array(X[self.indices])
+        self.rows = dense_rows(X, self.indices)  # dense, of a sparse X too: k rows
 
     def __getitem__(self, training_indices):
         positions = np.searchsorted(self.indices, training_indices)

@@ -23,6 +23,7 @@ from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
 from ._kernels import _default_gamma, uses_gamma, validate_input
+from ._sparse import accepts_sparse
 from ._factor import DEFAULT_FACTOR_RANK
 from ._training import factor_rank_for
 from ._validation import encoded_classes
@@ -219,6 +220,7 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.pairwise = self.kernel == "precomputed"
+        tags.input_tags.sparse = accepts_sparse(self.kernel)
         return tags
 
     def _base_estimator(self):
@@ -333,7 +335,7 @@ class GreedyKFDACV(ClassifierMixin, TransformerMixin, BaseEstimator):
         splits = self._check_splits(X, y, groups)
         max_k = self._k_ceiling(splits)
         if self.solver == "factored" and self.kernel != "linear":
-            factor_rank_for(self.factor_rank, max_k, len(X), "max_k")  # each fold fits max_k bases on the factor
+            factor_rank_for(self.factor_rank, max_k, X.shape[0], "max_k")  # each fold fits max_k bases on the factor
         base = self._base_estimator()
         scorer = None if self.scoring in _PATH_SCORINGS else check_scoring(base, self.scoring)
 

@@ -28,8 +28,10 @@ from ._discriminant import _SCORE_SHRINKAGE, _smoothed_targets, one_blas_thread
 from ._validation import check_scored_samples, checked_priors, encoded_classes, thread_count
 from ._kernels import (
     _LARGEST_THREADS, KERNEL_CONSTRAINTS, _count, _Number, check_kernel_arguments, core_kernel, finite_outputs,
-    kernel_between, kernel_expansion, kernel_parameters, precomputed_columns, precomputed_training_kernel, resolve_gamma, validate_input,
+    _convert, kernel_between, kernel_expansion, kernel_parameters, precomputed_columns, precomputed_training_kernel,
+    resolve_gamma, validate_input,
 )
+from ._sparse import accepts_sparse, dense_rows
 from .estimator import ovr_probabilities
 from ._atomic import fits_atomically
 
@@ -423,6 +425,7 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.pairwise = self.kernel == "precomputed"
+        tags.input_tags.sparse = accepts_sparse(self.kernel)
         return tags
 
     # -- kernels ----------------------------------------------------------------------
@@ -501,7 +504,7 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
         """
         threads = thread_count(self.n_jobs)
         X, y = validate_input(self, X, reset=True, y=y)
-        X = np.asarray(X, dtype=np.float64)
+        X = _convert(X, np.float64, "X")  # a sparse X stays CSR
         self.classes_, y_index = encoded_classes(y)
         n_classes = len(self.classes_)
         self.priors_ = checked_priors(self.priors, y_index, n_classes)
@@ -537,7 +540,7 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
         self._warn_unconverged(problems)
         self._problems = problems
         self._union = np.unique(np.concatenate([p["support"] for p in problems])).astype(np.int64)
-        self._union_points = None if self.kernel == "precomputed" else np.ascontiguousarray(X[self._union])
+        self._union_points = None if self.kernel == "precomputed" else dense_rows(X, self._union)
         weights = np.zeros((len(self._union), len(problems)))
         for c, problem in enumerate(problems):
             weights[np.searchsorted(self._union, problem["support"]), c] = problem["dual_coef"]
@@ -638,13 +641,13 @@ class ParsimoniousKFDA(ClassifierMixin, BaseEstimator):
         ``(n_samples,)`` for two classes (Harrison & Pasupa's (2010) rule: ``classes_[1]`` where it
         exceeds ``theta_``), ``(n_samples, n_classes)`` one-vs-rest."""
         check_is_fitted(self)
-        X = np.asarray(validate_input(self, X, reset=False), dtype=np.float64)
+        X = _convert(validate_input(self, X, reset=False), np.float64, "X")
         threads = thread_count(self.n_jobs)
         if not len(self._union):
-            values = np.broadcast_to(self._bias, (len(X), len(self._bias))).copy()
+            values = np.broadcast_to(self._bias, (X.shape[0], len(self._bias))).copy()
         elif core_kernel(self.kernel, self.degree) is not None:
             values = kernel_expansion(
-                np.ascontiguousarray(X), self._union_points, self._weights, self._bias,
+                X, self._union_points, self._weights, self._bias,
                 kernel=core_kernel(self.kernel, self.degree), **self._kernel_params(), n_threads=threads,
             )
         else:

@@ -37,6 +37,7 @@ from .._training import (
     short_selection_message,
     solver_for,
 )
+from .._sparse import accepts_sparse, dense_rows
 from .._validation import thread_count
 
 
@@ -162,6 +163,7 @@ class _KernelPursuit(BaseEstimator):
         tags = super().__sklearn_tags__()
         # Cross-validation then cuts a precomputed kernel into K[train, train] and K[test, train].
         tags.input_tags.pairwise = self._precomputed()
+        tags.input_tags.sparse = accepts_sparse(self.kernel)
         return tags
 
     def _precomputed(self):
@@ -222,7 +224,7 @@ class _KernelPursuit(BaseEstimator):
     def _points(self, X, indices):
         """The training points ``X[indices]`` a model keeps: none of a precomputed kernel,
         whose prediction input already holds their columns."""
-        return np.empty((len(indices), 0)) if self._precomputed() else np.array(X[indices])
+        return np.empty((len(indices), 0)) if self._precomputed() else dense_rows(X, indices)
 
     def _cross(self, X, support, basis, gamma=None, argument="X"):
         """``K(X, basis)`` as float64, with this fit's kernel (``gamma`` of another view);

@@ -168,7 +168,7 @@ class SparseKernelCCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Kernel
         if y is None:
             raise ValueError("SparseKernelCCA requires y to be passed, but the target y is None (the second view)")
         X = validate_input(self, X, reset=True, ensure_min_samples=2)
-        Y = self._check_y(y, len(X), reset=True)
+        Y = self._check_y(y, X.shape[0], reset=True)
         if self.n_components > self.k:
             raise ValueError(f"n_components: must be at most k ({self.k}), got {self.n_components}")
         m = X.shape[0]
@@ -253,7 +253,7 @@ class SparseKernelCCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Kernel
             x_scores = finite_outputs((x_features - self._x_mean) @ self.x_weights_)
         if y is None:
             return x_scores
-        Y = self._check_y(y, len(X), reset=False)
+        Y = self._check_y(y, X.shape[0], reset=False)
         y_features = _features(
             self._y_factor, self._cross(Y, self.support_, self.y_support_vectors_, gamma=self._y_gamma, argument="y")
         )

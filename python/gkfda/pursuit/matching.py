@@ -229,9 +229,9 @@ class KernelMatchingPursuit(RegressorMixin, _KernelPursuit):
         _check_bound_arguments(alpha, delta)
         X = validate_input(self, X, reset=False)
         y = _numeric_target(y)  # a NaN would count as no error, and tighten the bound
-        if len(y) != len(X):
-            raise ValueError(f"y: has {len(y)} values but X has {len(X)} samples")
-        self._check_training_rows(len(X))
+        if len(y) != X.shape[0]:
+            raise ValueError(f"y: has {len(y)} values but X has {X.shape[0]} samples")
+        self._check_training_rows(X.shape[0])
         errors = np.abs(self.predict(X) - y) > alpha
         errors[self.support_] = False
         return matching_pursuit_bound(self.n_samples_fit_, self.k_, int(errors.sum()), delta)

@@ -12,6 +12,7 @@ from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from .. import _core
+from .._sparse import dense_rows
 from .._core import CRITERIA, DEFLATIONS
 from .._kernels import (
     _count,
@@ -222,7 +223,7 @@ class GreedyNystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _KernelP
                 indices = np.asarray(indices, dtype=np.int64)
         self._warn_if_short(len(indices), k, factor)
         # As Nystroem's, even precomputed: the landmarks' rows of X (of the kernel, then).
-        self.components_ = np.array(X[indices])
+        self.components_ = dense_rows(X, indices)  # dense of a sparse X too (Nystroem keeps it sparse)
         self.component_indices_ = indices
         if K is not None:  # no kernel value computed twice (a callable's calls are counted)
             landmarks = np.asarray(K[np.ix_(indices, indices)], dtype=np.float64)

@@ -219,8 +219,8 @@ class SparseKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Kernel
         except (TypeError, ValueError) as error:
             message = str(error)
             raise type(error)(message if "self_kernel" in message else f"self_kernel: {message}") from error
-        if diagonal.shape != (len(X),):
-            raise ValueError(f"self_kernel: must have one value per row of X ({len(X)}), got shape {diagonal.shape}")
+        if diagonal.shape != (X.shape[0],):
+            raise ValueError(f"self_kernel: must have one value per row of X ({X.shape[0]}), got shape {diagonal.shape}")
         return diagonal
 
     def bound_path(self, delta=0.05, radius=None):
