@@ -69,8 +69,35 @@ impl Criterion {
         (Criterion::ReversePseudo, "reverse-pseudo"),
     ];
 
-    pub(crate) fn uses_denominator(self) -> bool {
+    /// Whether the score is a ratio over the within-class scatter
+    /// `d − Σ_c (w_c/m_c) s_c²` (`optimal`, `reverse`), so that a column whose scatter is
+    /// numerically zero is not admissible.
+    pub fn uses_ratio(self) -> bool {
         matches!(self, Criterion::Optimal | Criterion::Reverse)
+    }
+
+    /// The score (higher is better) of a candidate column from its statistics: the Fisher
+    /// numerator `Σ_{c<c'} (s_c − s_{c'})²`, the within-class scatter `denominator`, and the
+    /// column's `place` in [`Criterion::Random`]'s order. `None` when the score is a ratio
+    /// and the scatter is at most `threshold` (numerically zero). Every engine scores its
+    /// candidates here, so that they rank alike.
+    pub(crate) fn score<F: Real>(
+        self,
+        numerator: F,
+        denominator: F,
+        threshold: F,
+        place: usize,
+    ) -> Option<F> {
+        if self.uses_ratio() && denominator <= threshold {
+            return None;
+        }
+        Some(match self {
+            Criterion::Optimal => numerator / denominator,
+            Criterion::Pseudo => numerator,
+            Criterion::Reverse => -(numerator / denominator),
+            Criterion::ReversePseudo => -numerator,
+            Criterion::Random => -F::from_f64(place as f64),
+        })
     }
 
     /// Whether the best candidates are few to check one by one: the score needs no `d`,

@@ -59,13 +59,6 @@ def test_nystroem_approximation():
     kernels_available = kernel_metrics()
     for kern in kernels_available:
         trans = Nystroem(n_components=2, kernel=kern, random_state=rnd)
-        if kern == "additive_chi2":
-            # Adapted: additive_chi2, -Σ (x - z)² / (x + z), is not positive semi-definite
-            # (its diagonal is 0): the greedy choices, defined on a Gram matrix, refuse it,
-            # and Nystroem's uniform landmarks (criterion="random") fit and transform it.
-            with pytest.raises(ValueError, match="kernel: the 'additive_chi2' kernel of X is not positive"):
-                trans.fit(X)
-            trans.set_params(criterion="random")
         X_transformed = trans.fit(X).transform(X)
         assert X_transformed.shape == (X.shape[0], 2)
 
@@ -89,10 +82,7 @@ def test_nystroem_approximation_array_api(array_namespace, device_name, dtype_na
 
     X_xp = xp.asarray(X_np, device=device)
 
-    # Adapted: additive_chi2 is not positive semi-definite, which the greedy choices need
-    # (see test_nystroem_approximation): Nystroem's uniform landmarks for it.
-    criterion = "random" if kernel == "additive_chi2" else "auto"
-    nystroem = Nystroem(n_components=n_components, kernel=kernel, criterion=criterion, random_state=0)
+    nystroem = Nystroem(n_components=n_components, kernel=kernel, random_state=0)
     X_np_transformed = nystroem.fit_transform(X_np)
 
     with config_context(array_api_dispatch=True):

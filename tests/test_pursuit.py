@@ -277,6 +277,36 @@ def test_greedy_nystroem_with_a_continuous_target_takes_the_kmp_landmarks():
     np.testing.assert_allclose(pipeline.predict(X), kmp.predict(X), atol=1e-6)
 
 
+@pytest.mark.parametrize("supervised", [False, True])
+def test_greedy_nystroem_chooses_uniformly_for_a_kernel_that_is_not_a_gram_matrix(supervised):
+    # additive_chi2 (-Σ (x - z)² / (x + z), zero diagonal) is never positive semi-definite:
+    # criterion="auto" takes Nystroem's uniform landmarks, and says so.
+    rng = np.random.default_rng(11)
+    X = rng.uniform(size=(40, 5))
+    y = (X[:, 0] > 0.5).astype(int) if supervised else None
+    with pytest.warns(UserWarning, match=r"'additive_chi2' kernel of X is not positive semi-definite.*"
+                                         r"chose its 6 landmarks uniformly at random") as record:
+        model = GreedyNystroem(n_components=6, kernel="additive_chi2", random_state=3).fit(X, y)
+    assert record[0].filename == __file__
+    random = GreedyNystroem(n_components=6, kernel="additive_chi2", criterion="random", random_state=3).fit(X)
+    np.testing.assert_array_equal(model.component_indices_, random.component_indices_)
+    np.testing.assert_array_equal(model.normalization_, random.normalization_)
+    np.testing.assert_array_equal(model.transform(X), random.transform(X))
+    assert model.transform(X).shape == (40, 6)
+    assert not model.stopped_early_
+
+
+@pytest.mark.parametrize("criterion, supervised", [("pca", False), ("optimal", True), ("matching", True)])
+def test_greedy_nystroem_with_an_explicit_criterion_refuses_a_kernel_that_is_not_a_gram_matrix(criterion, supervised):
+    rng = np.random.default_rng(11)
+    X = rng.uniform(size=(40, 5))
+    y = (X[:, 0] > 0.5).astype(int) if supervised else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=r"^kernel: the 'additive_chi2' kernel of X is not positive semi-definite"):
+            GreedyNystroem(n_components=6, kernel="additive_chi2", criterion=criterion, random_state=3).fit(X, y)
+
+
 def test_greedy_nystroem_in_a_pipeline_before_lda():
     from sklearn.datasets import load_digits
 

@@ -298,6 +298,12 @@ def precomputed_columns(K, columns, n_train, argument="X"):
     return K[:, columns]
 
 
+class NotPositiveSemiDefinite(ValueError):
+    """A named kernel (not a callable's, not a precomputed one) whose training kernel is not
+    positive semi-definite; a class of its own so that a caller can fall back without
+    matching the message."""
+
+
 def kernel_between(X, Z, kernel, params, dtype, threads, argument="X", rows=False):
     """``K(X, Z)`` in ``dtype`` for a kernel name (``params``: ``gamma``, ``degree``,
     ``coef0``, and a callable's ``kernel_params``) or a callable; ``Z=None`` is the
@@ -331,7 +337,7 @@ def kernel_between(X, Z, kernel, params, dtype, threads, argument="X", rows=Fals
                     raise
                 # additive_chi2 is never PSD, sigmoid not always: the greedy criteria need a Gram matrix.
                 detail = str(error).split("; ", 1)[-1]
-                raise ValueError(
+                raise NotPositiveSemiDefinite(
                     f"kernel: the {kernel!r} kernel of {argument} is not positive semi-definite ({detail}), "
                     "which the greedy selection needs"
                 ) from None

@@ -409,28 +409,17 @@ impl<F: Real> Score<F> {
                 if !above(d) {
                     return None;
                 }
-                if *criterion == Criterion::Random {
-                    return Some(-F::from_f64(rank[j] as f64));
-                }
                 let sums = &values[..n_classes];
                 let mean = sums.iter().copied().sum::<F>() / F::from_f64(n_classes as f64);
                 let spread: F = sums.iter().map(|&s| (s - mean) * (s - mean)).sum();
                 // `Σ_{c<c'} (s_c − s_c')² = C Σ_c (s_c − s̄)²`.
                 let numerator = F::from_f64(n_classes as f64) * spread;
-                let ratio = || {
-                    let within = sums
-                        .iter()
-                        .zip(ratios)
-                        .fold(values[d], |rest, (&s, &ratio)| rest - ratio * s * s);
-                    (within > tol * initial[d]).then(|| numerator / within)
-                };
-                match criterion {
-                    Criterion::Optimal => ratio(),
-                    Criterion::Reverse => ratio().map(|r| -r),
-                    Criterion::Pseudo => Some(numerator),
-                    Criterion::ReversePseudo => Some(-numerator),
-                    Criterion::Random => unreachable!("scored above"),
-                }
+                let within = sums
+                    .iter()
+                    .zip(ratios)
+                    .fold(values[d], |rest, (&s, &ratio)| rest - ratio * s * s);
+                let place = rank.get(j).copied().unwrap_or(0);
+                criterion.score(numerator, within, tol * initial[d], place)
             }
         }
     }

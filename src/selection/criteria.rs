@@ -36,17 +36,10 @@ impl<'a, F: Real> Engine<'a, F> {
                 (None, Some((numerators, denominators))) => (numerators[i], denominators[i]),
                 (None, None) => unreachable!("the terms of more than two classes are formed"),
             };
-            if criterion.uses_denominator() && denominator <= self.threshold[i] {
-                continue;
+            let place = rank.get(i).copied().unwrap_or(0);
+            if let Some(score) = criterion.score(numerator, denominator, self.threshold[i], place) {
+                scored.push((score, i));
             }
-            let score = match criterion {
-                Criterion::Optimal => numerator / denominator,
-                Criterion::Pseudo => numerator,
-                Criterion::Reverse => -(numerator / denominator),
-                Criterion::ReversePseudo => -numerator,
-                Criterion::Random => -F::from_f64(rank[i] as f64),
-            };
-            scored.push((score, i));
         }
         let best_first = |(sa, ia): &(F, usize), (sb, ib): &(F, usize)| {
             sb.as_f64().total_cmp(&sa.as_f64()).then(ia.cmp(ib))

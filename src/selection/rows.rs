@@ -507,15 +507,7 @@ impl StatisticsView<'_> {
                 (n_classes * spread, denominator)
             }
         };
-        if self.criterion.uses_denominator() && denominator <= threshold {
-            return None;
-        }
-        Some(match self.criterion {
-            Criterion::Optimal => numerator / denominator,
-            Criterion::Pseudo => numerator,
-            Criterion::Reverse => -(numerator / denominator),
-            Criterion::ReversePseudo => -numerator,
-            Criterion::Random => -(place as f64),
-        })
+        self.criterion
+            .score(numerator, denominator, threshold, place)
     }
 }

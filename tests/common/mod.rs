@@ -200,10 +200,7 @@ pub fn explicit_select<L: Labels + ?Sized>(
         let mut scored = Vec::new();
         for i in (0..m).filter(|&i| !blocked[i]) {
             let (_, denominator, d) = oracle.stats(i);
-            if d <= threshold[i]
-                || (matches!(params.criterion, Criterion::Optimal | Criterion::Reverse)
-                    && denominator <= threshold[i])
-            {
+            if d <= threshold[i] || (params.criterion.uses_ratio() && denominator <= threshold[i]) {
                 continue;
             }
             assert!(params.criterion != Criterion::Random, "not tested here");
@@ -225,6 +222,24 @@ pub fn explicit_select<L: Labels + ?Sized>(
         }
     }
     chosen
+}
+
+/// The criterion's score (higher is better) of every column of `kernel` deflated
+/// explicitly by `prefix`, in order.
+pub fn explicit_scores(
+    kernel: &Array2<f64>,
+    codes: &[u32],
+    criterion: Criterion,
+    deflation: Deflation,
+    prefix: &[usize],
+) -> Vec<f64> {
+    let mut oracle = ExplicitKernel::new(kernel, codes);
+    for &i in prefix {
+        oracle.deflate(i, deflation, f64::DEFAULT_TOL);
+    }
+    (0..kernel.nrows())
+        .map(|i| oracle.score(i, criterion))
+        .collect()
 }
 
 /// Every scored criterion × deflation × stage count picks what explicit deflation picks.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 
 import numpy as np
 from scipy.linalg import svd
@@ -15,6 +16,7 @@ from .. import _core
 from .._sparse import dense_rows
 from .._core import CRITERIA, DEFLATIONS
 from .._kernels import (
+    NotPositiveSemiDefinite,
     _count,
     finite_outputs,
     validate_input,
@@ -64,7 +66,9 @@ class GreedyNystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _KernelP
         Number of landmarks; lowered, with a warning, to the number of samples.
     criterion : {"auto", "pca", "matching"} or one of ``gkfda.CRITERIA``, default="auto"
         ``auto``: ``optimal`` (the Fisher ratio) with class labels, ``matching`` with a
-        continuous target (``type_of_target(y) == "continuous"``), ``pca`` without ``y``.
+        continuous target (``type_of_target(y) == "continuous"``), ``pca`` without ``y``;
+        ``random``, with a warning, for a kernel that is not positive semi-definite
+        (``additive_chi2``), which the greedy criteria need.
         ``pca`` and ``random`` (uniform landmarks, as ``Nystroem``'s) ignore ``y``;
         ``matching`` (the landmarks of :class:`KernelMatchingPursuit` for the centred target)
         and the Fisher criteria need it.
@@ -191,6 +195,24 @@ class GreedyNystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _KernelP
         k = self._resolved_count("n_components", self.n_components, m)
         self.solver_ = self._resolved_solver(m, k)
         K = factor = None
+        if criterion not in ("random", "pca", "matching"):
+            labels = _class_labels(y)
+        elif criterion == "matching":
+            target = _float_target(y)
+        if criterion != "random" and self.solver_ == "dense":
+            try:
+                K = self._training_kernel(X, k)
+            except NotPositiveSemiDefinite as error:
+                if self.criterion != "auto":
+                    raise
+                # Nystroem's uniform choice needs no Gram matrix (additive_chi2's never is one).
+                warnings.warn(
+                    f"{error}; GreedyNystroem(criterion='auto') chose its {k} landmarks uniformly at random, "
+                    "as Nystroem does (criterion='random')",
+                    UserWarning,
+                    stacklevel=4,
+                )
+                criterion = "random"
         if criterion == "random":
             if self._precomputed():  # checked, and read for the landmarks' kernel
                 K = self._training_kernel(X, k)
@@ -199,13 +221,7 @@ class GreedyNystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _KernelP
             indices = check_random_state(self.random_state).permutation(m)[:k].astype(np.int64)
             stopped_early = False
         else:
-            if criterion == "matching":
-                target = _float_target(y)
-            elif criterion != "pca":
-                labels = _class_labels(y)
-            if self.solver_ == "dense":
-                K = self._training_kernel(X, k)
-            else:
+            if self.solver_ != "dense":
                 factor = self._training_factor(X, k, "n_components")
             dtype = (K if factor is None else factor).dtype
             if criterion == "pca":

@@ -1,7 +1,7 @@
 """Writes the model files of tests/data/models and expected.json, Python's predictions.
 
 Run from the repository with gkfda installed: ``python tests/data/models/make_fixtures.py``.
-The Rust test tests/serving.rs (``python_parity``) loads every file listed in
+The Rust test tests/serving/parity.rs (``python_parity``) loads every file listed in
 expected.json and checks its predictions against Python's to 1e-12.
 """
 
