@@ -116,13 +116,14 @@ def large(directory, rows, rank):
 
 
 def text(directory, sizes):
+    import numpy as np
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     from sparse_data import topic_corpus
 
     for m in sizes:
         documents, labels = topic_corpus(m + TEST_DOCUMENTS, seed=1)
-        vectorizer = TfidfVectorizer(sublinear_tf=True, min_df=2, dtype="float32")
+        vectorizer = TfidfVectorizer(sublinear_tf=True, min_df=2, dtype=np.float32)
         X = vectorizer.fit_transform(documents[:m])
         X_test = vectorizer.transform(documents[m:])
         print(f"\n{m:,} training documents, {TEST_DOCUMENTS:,} test: {X.shape[1]:,} terms, "
