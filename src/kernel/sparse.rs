@@ -569,7 +569,10 @@ mod tests {
         let stop = AtomicBool::new(false);
         let held = SparseBases::from_csr(&x).unwrap();
         let frequent = held.dense.ncols();
-        assert!(0 < frequent && frequent < 40, "{frequent}: both parts are exercised");
+        assert!(
+            0 < frequent && frequent < 40,
+            "{frequent}: both parts are exercised"
+        );
         let basis = dense.select(ndarray::Axis(0), &[3, 50, 149, 7]);
         let weights = Array2::from_shape_fn((4, 2), |(j, c)| (j as f64 - 1.5) * (c as f64 + 0.5));
         let bias = [0.25, -1.0];
