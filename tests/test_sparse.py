@@ -134,6 +134,29 @@ def non_canonical(X):
     return raw
 
 
+@pytest.mark.parametrize("kernel,degree", [("rbf", None), ("linear", None), ("poly", 2)])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_prepared_points_give_the_kernel_against_them(kernel, degree, dtype):
+    X, _ = sparse_data(m=200)
+    S, dense = as_csr(X, dtype), np.ascontiguousarray(X, dtype=dtype)
+    params = core_params(kernel, degree)
+    expected = _core.kernel_matrix(dense[:30], dense, **params)
+    rtol = VALUE_RTOL[dtype]
+    for points in (S, dense):
+        prepared = _core.PreparedPoints(points, **params)
+        assert prepared.shape == X.shape
+        for rows in (S[:30], dense[:30]):
+            got = prepared.kernel(rows, n_threads=2)
+            assert got.dtype == dtype
+            np.testing.assert_allclose(got, expected, rtol=rtol, atol=rtol * np.abs(expected).max())
+            np.testing.assert_array_equal(prepared.kernel(rows[:1]), got[:1])  # batch-invariant
+    other = np.float32 if dtype == np.float64 else np.float64
+    with pytest.raises(TypeError, match=r"^X: must be 2-D float\d\d rows like the points"):
+        prepared.kernel(dense[:3].astype(other))
+    with pytest.raises(ValueError, match=r"^X: has 19 features but the other set has 20"):
+        prepared.kernel(dense[:3, :19])
+
+
 def test_the_core_refuses_a_csr_that_is_not_canonical():
     X, _ = sparse_data(m=30)
     with pytest.raises(ValueError, match=r"^X: row 0.s column indices are not strictly increasing"):

@@ -19,6 +19,17 @@ Rows = Any
 """A 2-D float32 or float64 NumPy array, or a SciPy CSR matrix (``csr_matrix`` or
 ``csr_array``) of such values."""
 
+class PreparedPoints:
+    """Points (dense or CSR, float32 or float64) indexed once by feature, for many kernels
+    against them (a pivoted Cholesky's columns): ``kernel(x)`` is ``K(x, points)``, as
+    ``kernel_matrix(x, points)`` gives it with the points sparse, to rounding."""
+
+    def __init__(self, points: Rows, *, kernel: str = "rbf", gamma: float = 1.0, degree: int = 3,
+                 coef0: float = 1.0) -> None: ...
+    def kernel(self, x: Rows, *, n_threads: int = 1) -> npt.NDArray[np.floating]: ...
+    @property
+    def shape(self) -> Tuple[int, int]: ...
+
 class FactorHolder(Protocol):
     """The rows of a factor ``Φ`` (``m × p``) held elsewhere, chunk by chunk, with the
     selection's per-row statistics beside them, as ``greedy_select(None, y, k,

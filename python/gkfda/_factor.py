@@ -144,6 +144,16 @@ def _pivoted_cholesky(points, p, random, params, rng, threads, advance=None) -> 
     when the residual is exhausted. ``advance(1)`` is called as each pivot is taken."""
     s = points.shape[0]
     residual = diagonal(points, params["kernel"], params["gamma"], params["degree"], params["coef0"])
+    if issparse(points):
+        # Indexed by feature once: a pivot's column then costs its row's share of the points,
+        # not another index of them.
+        prepared = _core.PreparedPoints(points, **params)
+
+        def column(i):
+            return prepared.kernel(points[i:i + 1], n_threads=threads)[0]
+    else:
+        def column(i):
+            return _core.kernel_matrix(points, points[i:i + 1], n_threads=threads, **params)[:, 0]
     columns = np.zeros((s, p))
     pivots = []
     for t in range(p):
@@ -154,7 +164,7 @@ def _pivoted_cholesky(points, p, random, params, rng, threads, advance=None) -> 
             i = int(rng.choice(s, p=residual / total))
         else:
             i = int(np.argmax(residual))
-        g = _core.kernel_matrix(points, points[i:i + 1], n_threads=threads, **params)[:, 0].astype(np.float64)
+        g = column(i).astype(np.float64)
         g -= columns[:, :t] @ columns[i, :t]
         if not g[i] > 1e-12 * max(residual.max(), 1e-300):
             residual[i] = 0.0

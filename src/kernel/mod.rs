@@ -27,7 +27,10 @@ pub(crate) use dense::{cross_prepared, gemm, gram_lower, times_lower};
 pub use expansion::{expansion, expansion_with_stop};
 pub(crate) use expansion::{expansion_direct, expansion_prepared};
 pub(crate) use sparse::{cross_csr_prepared, pool_csr};
-pub use sparse::{cross_rows_with_stop, expansion_rows_with_stop, gram_rows_into_with_stop, Rows};
+pub use sparse::{
+    cross_rows_prepared, cross_rows_with_stop, expansion_rows_with_stop, gram_rows_into_with_stop,
+    Rows, SparseBases,
+};
 
 /// A positive semi-definite kernel function.
 #[derive(Debug, Clone, Copy, PartialEq)]

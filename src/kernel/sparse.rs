@@ -23,7 +23,7 @@ const SPARSE: u32 = u32::MAX;
 /// of the points store (text's frequent words) are held as dense columns instead: scattering
 /// a feature costs the product of its counts in the two sets, which for the few most
 /// frequent words is most of the work, while a GEMM over them costs far less per product.
-pub(crate) struct SparseBases {
+pub struct SparseBases {
     count: usize,
     /// Feature `f`'s entries are `starts[f]..starts[f + 1]` of `points` and `values`.
     starts: Vec<usize>,
@@ -42,6 +42,19 @@ impl SparseBases {
         let entries =
             || (0..z.nrows()).flat_map(move |i| z.row(i).map(move |(f, v)| (i, f, v.as_f64())));
         Self::of_entries(z.nrows(), z.ncols(), entries, z.squared_norms())
+    }
+
+    /// The index of rows of either kind.
+    pub fn from_rows<F: Real>(z: &Rows<'_, F>) -> Result<Self> {
+        match z {
+            Rows::Dense(z) => Self::from_dense(*z),
+            Rows::Csr(z) => Self::from_csr(z),
+        }
+    }
+
+    /// How many points, and their width.
+    pub fn shape(&self) -> (usize, usize) {
+        (self.count, self.slots.len())
     }
 
     /// The index of the rows `rows` of `z`, in that order.
@@ -243,6 +256,46 @@ pub(crate) fn cross_csr_prepared<F: Real>(
     let norms = x.squared_norms();
     cross_sparse_into(
         |i| x.row(i),
+        &norms,
+        bases,
+        kernel,
+        n_threads,
+        stop,
+        out.view_mut(),
+    )?;
+    Ok(out)
+}
+
+/// `K(x_i, z_j)` of rows of either kind against points indexed once ([`SparseBases`]), for
+/// a caller that needs many kernels against the same points (a pivoted Cholesky's columns):
+/// the values [`cross_rows_with_stop`] gives with those points sparse.
+pub fn cross_rows_prepared<F: Real>(
+    x: &Rows<'_, F>,
+    bases: &SparseBases,
+    kernel: &Kernel,
+    n_threads: usize,
+    stop: &AtomicBool,
+) -> Result<Array2<F>> {
+    kernel.validate_for::<F>()?;
+    same_width(x.ncols(), bases.shape().1)?;
+    let x = match x {
+        Rows::Csr(x) => return cross_csr_prepared(x, bases, kernel, n_threads, stop),
+        Rows::Dense(x) => *x,
+    };
+    let mut out = allocate::<F>(x.nrows(), bases.count)?;
+    let norms: Vec<f64> = x
+        .rows()
+        .into_iter()
+        .map(|row| row.iter().map(|v| v.as_f64() * v.as_f64()).sum())
+        .collect();
+    let stored = |i: usize| {
+        let row = x.row(i);
+        (0..row.len())
+            .map(move |f| (f, row[f]))
+            .filter(|(_, v)| *v != F::zero())
+    };
+    cross_sparse_into(
+        stored,
         &norms,
         bases,
         kernel,
@@ -647,6 +700,24 @@ mod tests {
                 .map(|(a, b)| (a - b).abs() / a.abs().max(1.0))
                 .fold(0.0, f64::max);
             assert!(largest < 1e-12, "{kernel:?}: {largest}");
+        }
+        // Points indexed once: the kernels of CSR and dense rows against them.
+        let prepared = SparseBases::from_csr(&x).unwrap();
+        for kernel in kernels() {
+            let expected = cross(dense.view(), dense.view(), &kernel, 1).unwrap();
+            for rows in [
+                Rows::Csr(x.rows(3..40)),
+                Rows::Dense(dense.slice(ndarray::s![3..40, ..])),
+            ] {
+                let got = cross_rows_prepared(&rows, &prepared, &kernel, 2, &stop).unwrap();
+                let largest = expected
+                    .slice(ndarray::s![3..40, ..])
+                    .iter()
+                    .zip(&got)
+                    .map(|(a, b)| (a - b).abs() / a.abs().max(1.0))
+                    .fold(0.0, f64::max);
+                assert!(largest < 1e-12, "{kernel:?}: {largest}");
+            }
         }
         let narrow = Array2::<f64>::zeros((2, 39));
         let error = cross_rows_with_stop(

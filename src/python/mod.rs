@@ -87,6 +87,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     parsimonious::register(module)?;
     predictor::register(module)?;
     rows::register(module)?;
+    module.add_class::<sparse::PreparedPoints>()?;
     module.add_function(wrap_pyfunction!(default_tol, module)?)?;
     module.add_function(wrap_pyfunction!(simd_level, module)?)?;
     module.add_function(wrap_pyfunction!(simd_levels, module)?)?;

@@ -2,9 +2,11 @@
 //! (`csr_matrix` or `csr_array`) whose three arrays are borrowed without copying. Other
 //! sparse formats are refused: the Python layer converts them to CSR first.
 
+use super::common::{kernel_call, parse_kernel};
 use crate::csr::{CsrView, Indices};
-use crate::kernel::Rows;
-use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use crate::kernel::{self, Kernel, Rows, SparseBases};
+use crate::real::Real;
+use numpy::{IntoPyArray, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
@@ -66,7 +68,7 @@ pub(super) enum RowsArg<'py, F: numpy::Element> {
     Csr(CsrArg<'py, F>),
 }
 
-impl<'py, F: crate::real::Real + numpy::Element> RowsArg<'py, F> {
+impl<'py, F: Real + numpy::Element> RowsArg<'py, F> {
     /// `obj` as rows of `F`: `Ok(None)` when it holds another dtype (or is not an array at
     /// all); a `TypeError` naming `argument` for a sparse matrix that is not CSR.
     pub(super) fn extract(obj: &Bound<'py, PyAny>, argument: &str) -> PyResult<Option<Self>> {
@@ -122,5 +124,104 @@ impl<'py, F: crate::real::Real + numpy::Element> RowsArg<'py, F> {
             RowsArg::Dense(array) => array.len(),
             RowsArg::Csr(csr) => csr.data.len(),
         }
+    }
+}
+
+/// Points indexed once by feature, dense or CSR (`kernel::SparseBases`), for the many kernels
+/// against them a pivoted Cholesky asks for: each call then costs the rows' stored entries'
+/// share of the points, not another index of them.
+#[pyclass(module = "gkfda._core", name = "PreparedPoints", frozen)]
+pub(super) struct PreparedPoints {
+    bases: SparseBases,
+    kernel: Kernel,
+    dtype: &'static str,
+}
+
+#[pymethods]
+impl PreparedPoints {
+    #[new]
+    #[pyo3(signature = (points, *, kernel="rbf", gamma=1.0, degree=3, coef0=1.0))]
+    fn new(
+        points: &Bound<'_, PyAny>,
+        kernel: &str,
+        gamma: f64,
+        degree: u32,
+        coef0: f64,
+    ) -> PyResult<Self> {
+        let kernel = parse_kernel(kernel, gamma, degree, coef0)?;
+        let py = points.py();
+        if let Some(rows) = RowsArg::<f64>::extract(points, "points")? {
+            let view = rows.view("points")?;
+            let bases = py.detach(|| SparseBases::from_rows(&view))?;
+            return Ok(PreparedPoints {
+                bases,
+                kernel,
+                dtype: "float64",
+            });
+        }
+        if let Some(rows) = RowsArg::<f32>::extract(points, "points")? {
+            let view = rows.view("points")?;
+            let bases = py.detach(|| SparseBases::from_rows(&view))?;
+            return Ok(PreparedPoints {
+                bases,
+                kernel,
+                dtype: "float32",
+            });
+        }
+        Err(PyTypeError::new_err(
+            "points: must be a 2-D float32 or float64 NumPy array or SciPy CSR matrix",
+        ))
+    }
+
+    /// `K(x, points)` (`n × len(points)`) of the rows `x`, dense or CSR, of the points' dtype.
+    #[pyo3(signature = (x, *, n_threads=1))]
+    fn kernel<'py>(&self, x: &Bound<'py, PyAny>, n_threads: usize) -> PyResult<Bound<'py, PyAny>> {
+        fn typed<'py, F: Real + numpy::Element>(
+            prepared: &PreparedPoints,
+            x: RowsArg<'py, F>,
+            n_threads: usize,
+            py: Python<'py>,
+        ) -> PyResult<Bound<'py, PyAny>> {
+            let rows = x.view("X")?;
+            let size = (x.stored(), prepared.bases.shape().0, 1);
+            let result = kernel_call(py, size, |stop| {
+                kernel::cross_rows_prepared(
+                    &rows,
+                    &prepared.bases,
+                    &prepared.kernel,
+                    n_threads,
+                    stop,
+                )
+            })?;
+            Ok(result.into_pyarray(py).into_any())
+        }
+        let py = x.py();
+        let wrong = || {
+            PyTypeError::new_err(format!(
+                "X: must be 2-D {} rows like the points",
+                self.dtype
+            ))
+        };
+        if self.dtype == "float64" {
+            typed(
+                self,
+                RowsArg::<f64>::extract(x, "X")?.ok_or_else(wrong)?,
+                n_threads,
+                py,
+            )
+        } else {
+            typed(
+                self,
+                RowsArg::<f32>::extract(x, "X")?.ok_or_else(wrong)?,
+                n_threads,
+                py,
+            )
+        }
+    }
+
+    /// `(number of points, their width)`.
+    #[getter]
+    fn shape(&self) -> (usize, usize) {
+        self.bases.shape()
     }
 }
