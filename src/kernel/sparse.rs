@@ -78,12 +78,7 @@ impl SparseBases {
             z.indexed_iter()
                 .filter_map(|((i, f), &v)| (v != F::zero()).then_some((i, f, v.as_f64())))
         };
-        let norms = z
-            .rows()
-            .into_iter()
-            .map(|row| row.iter().map(|v| v.as_f64() * v.as_f64()).sum())
-            .collect();
-        Self::of_entries(z.nrows(), z.ncols(), entries, norms)
+        Self::of_entries(z.nrows(), z.ncols(), entries, dense_norms(z))
     }
 
     /// A counting sort of the `entries()` (`(point, feature, value)` in point order) by feature,
@@ -216,19 +211,19 @@ fn same_width(x: usize, z: usize) -> Result<()> {
     Ok(())
 }
 
-/// Writes `K(row(i), bases_j)` into row `i` of `out`, one block of rows a task: `row(i)` is
-/// the `i`-th sparse row, `norms[i]` its squared norm.
-fn cross_sparse_into<'r, F: Real, I: Iterator<Item = (usize, F)> + 'r>(
+/// `K(row(i), bases_j)` for the `norms.len()` rows `row(i)` (their stored entries, in
+/// increasing feature order), whose squared norms are `norms`; one block of rows a task.
+fn cross_of_stored<F: Real, I: Iterator<Item = (usize, F)>>(
     row: impl Fn(usize) -> I + Sync,
     norms: &[f64],
     bases: &SparseBases,
     kernel: &Kernel,
     n_threads: usize,
     stop: &AtomicBool,
-    out: ArrayViewMut2<F>,
-) -> Result<()> {
+) -> Result<Array2<F>> {
+    let mut out = allocate::<F>(norms.len(), bases.count)?;
     let rows_per_block = crate::tuning::KERNEL_BLOCK_ROWS;
-    for_each_row_block(out, n_threads, stop, |b, mut block| {
+    for_each_row_block(out.view_mut(), n_threads, stop, |b, mut block| {
         let first = b * rows_per_block;
         let mut values = Array2::<f64>::zeros(block.raw_dim());
         bases.block_products(&row, first, 0, values.view_mut());
@@ -239,7 +234,7 @@ fn cross_sparse_into<'r, F: Real, I: Iterator<Item = (usize, F)> + 'r>(
     if stop.load(Ordering::Relaxed) {
         return Err(Error::Interrupted);
     }
-    Ok(())
+    Ok(out)
 }
 
 /// `K(x_i, z_j)` of the sparse rows `x` against the points `bases`, one block of rows a
@@ -252,18 +247,22 @@ pub(crate) fn cross_csr_prepared<F: Real>(
     stop: &AtomicBool,
 ) -> Result<Array2<F>> {
     kernel.validate_for::<F>()?;
-    let mut out = allocate::<F>(x.nrows(), bases.count)?;
-    let norms = x.squared_norms();
-    cross_sparse_into(
+    cross_of_stored(
         |i| x.row(i),
-        &norms,
+        &x.squared_norms(),
         bases,
         kernel,
         n_threads,
         stop,
-        out.view_mut(),
-    )?;
-    Ok(out)
+    )
+}
+
+/// Each dense row's squared norm, summed in `f64`.
+fn dense_norms<F: Real>(z: ArrayView2<'_, F>) -> Vec<f64> {
+    z.rows()
+        .into_iter()
+        .map(|row| row.iter().map(|v| v.as_f64() * v.as_f64()).sum())
+        .collect()
 }
 
 /// `K(x_i, z_j)` of rows of either kind against points indexed once ([`SparseBases`]), for
@@ -282,28 +281,13 @@ pub fn cross_rows_prepared<F: Real>(
         Rows::Csr(x) => return cross_csr_prepared(x, bases, kernel, n_threads, stop),
         Rows::Dense(x) => *x,
     };
-    let mut out = allocate::<F>(x.nrows(), bases.count)?;
-    let norms: Vec<f64> = x
-        .rows()
-        .into_iter()
-        .map(|row| row.iter().map(|v| v.as_f64() * v.as_f64()).sum())
-        .collect();
     let stored = |i: usize| {
         let row = x.row(i);
         (0..row.len())
             .map(move |f| (f, row[f]))
             .filter(|(_, v)| *v != F::zero())
     };
-    cross_sparse_into(
-        stored,
-        &norms,
-        bases,
-        kernel,
-        n_threads,
-        stop,
-        out.view_mut(),
-    )?;
-    Ok(out)
+    cross_of_stored(stored, &dense_norms(x), bases, kernel, n_threads, stop)
 }
 
 /// The kernel of the rows `pool` of the sparse `x` with each other (`p × p`) and those
@@ -316,15 +300,14 @@ pub(crate) fn pool_csr<F: Real>(
 ) -> Result<(Array2<F>, SparseBases)> {
     kernel.validate_for::<F>()?;
     let bases = SparseBases::from_csr_rows(x, pool)?;
-    let mut out = allocate::<F>(pool.len(), pool.len())?;
-    cross_sparse_into(
+    let stop = AtomicBool::new(false);
+    let out = cross_of_stored(
         |r| x.row(pool[r]),
-        &bases.norms.clone(),
+        &bases.norms,
         &bases,
         kernel,
         n_threads,
-        &AtomicBool::new(false),
-        out.view_mut(),
+        &stop,
     )?;
     Ok((out, bases))
 }
@@ -332,8 +315,8 @@ pub(crate) fn pool_csr<F: Real>(
 /// The cross kernel `K(x_i, z_j)` of rows of either kind. Dense against dense is
 /// [`cross_with_stop`](super::cross_with_stop); with a sparse side each value is summed in
 /// `f64` over the features both rows store, in increasing feature order, so that `K(x, z)`
-/// is exactly the transpose of `K(z, x)` and a sparse row gives the value its dense copy
-/// gives the sparse path.
+/// does not depend on the batch, and a dense row against sparse points gives what its CSR
+/// copy gives.
 pub fn cross_rows_with_stop<F: Real>(
     x: &Rows<'_, F>,
     z: &Rows<'_, F>,
@@ -345,19 +328,7 @@ pub fn cross_rows_with_stop<F: Real>(
     same_width(x.ncols(), z.ncols())?;
     match (x, z) {
         (Rows::Dense(x), Rows::Dense(z)) => super::cross_with_stop(*x, *z, kernel, n_threads, stop),
-        (Rows::Csr(x), Rows::Csr(z)) => {
-            cross_csr_prepared(x, &SparseBases::from_csr(z)?, kernel, n_threads, stop)
-        }
-        (Rows::Csr(x), Rows::Dense(z)) => {
-            cross_csr_prepared(x, &SparseBases::from_dense(*z)?, kernel, n_threads, stop)
-        }
-        (Rows::Dense(x), Rows::Csr(z)) => {
-            let transposed =
-                cross_csr_prepared(z, &SparseBases::from_dense(*x)?, kernel, n_threads, stop)?;
-            let mut out = allocate::<F>(x.nrows(), z.nrows())?;
-            out.assign(&transposed.t());
-            Ok(out)
-        }
+        _ => cross_rows_prepared(x, &SparseBases::from_rows(z)?, kernel, n_threads, stop),
     }
 }
 
@@ -537,11 +508,13 @@ mod tests {
             let of_dense =
                 cross_rows_with_stop(&sparse_x, &Rows::Dense(z_dense.view()), &kernel, 2, &stop)
                     .unwrap();
-            // Dense rows against sparse points: the transpose, bit for bit.
-            let transposed =
+            // Dense rows against sparse points: what their CSR copy gives, bit for bit.
+            let of_dense_rows =
                 cross_rows_with_stop(&Rows::Dense(z_dense.view()), &sparse_x, &kernel, 2, &stop)
                     .unwrap();
-            assert_eq!(transposed, of_csr.t(), "{kernel:?}");
+            let of_csr_rows =
+                cross_rows_with_stop(&sparse_z, &sparse_x, &kernel, 1, &stop).unwrap();
+            assert_eq!(of_dense_rows, of_csr_rows, "{kernel:?}");
             // Sparse against sparse or dense points: the same sums, bit for bit, whatever
             // the thread count.
             assert_eq!(of_csr, of_dense, "{kernel:?}");

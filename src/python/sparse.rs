@@ -149,10 +149,16 @@ impl PreparedPoints {
         coef0: f64,
     ) -> PyResult<Self> {
         let kernel = parse_kernel(kernel, gamma, degree, coef0)?;
+        fn indexed<F: Real + numpy::Element>(
+            py: Python<'_>,
+            rows: RowsArg<'_, F>,
+        ) -> PyResult<SparseBases> {
+            let view = rows.view("points")?;
+            Ok(py.detach(|| SparseBases::from_rows(&view))?)
+        }
         let py = points.py();
         if let Some(rows) = RowsArg::<f64>::extract(points, "points")? {
-            let view = rows.view("points")?;
-            let bases = py.detach(|| SparseBases::from_rows(&view))?;
+            let bases = indexed(py, rows)?;
             return Ok(PreparedPoints {
                 bases,
                 kernel,
@@ -160,8 +166,7 @@ impl PreparedPoints {
             });
         }
         if let Some(rows) = RowsArg::<f32>::extract(points, "points")? {
-            let view = rows.view("points")?;
-            let bases = py.detach(|| SparseBases::from_rows(&view))?;
+            let bases = indexed(py, rows)?;
             return Ok(PreparedPoints {
                 bases,
                 kernel,
