@@ -244,15 +244,7 @@ pub fn gram_into_with_stop<F: Real>(
 ) -> Result<()> {
     kernel.validate_for::<F>()?;
     let m = x.nrows();
-    if out.dim() != (m, m) || !out.is_standard_layout() {
-        return Err(Error::invalid(
-            "out",
-            format!(
-                "must be a contiguous {m}×{m} row-major array, got shape {:?}",
-                out.dim()
-            ),
-        ));
-    }
+    check_gram_out(&out, m)?;
     let centre = gram_centre(x, kernel);
     let x = for_blocks(x, kernel, centre.as_deref());
     let x = x.view();
@@ -286,6 +278,20 @@ pub fn gram_into_with_stop<F: Real>(
     });
     if stop.load(Ordering::Relaxed) {
         return Err(Error::Interrupted);
+    }
+    Ok(())
+}
+
+/// Refuses an `out` for an `m × m` Gram matrix that is not contiguous and `m × m`.
+pub(super) fn check_gram_out<F>(out: &ArrayViewMut2<F>, m: usize) -> Result<()> {
+    if out.dim() != (m, m) || !out.is_standard_layout() {
+        return Err(Error::invalid(
+            "out",
+            format!(
+                "must be a contiguous {m}×{m} row-major array, got shape {:?}",
+                out.dim()
+            ),
+        ));
     }
     Ok(())
 }

@@ -347,15 +347,7 @@ pub fn gram_rows_into_with_stop<F: Real>(
     };
     kernel.validate_for::<F>()?;
     let m = x.nrows();
-    if out.dim() != (m, m) || !out.is_standard_layout() {
-        return Err(Error::invalid(
-            "out",
-            format!(
-                "must be a contiguous {m}×{m} row-major array, got shape {:?}",
-                out.dim()
-            ),
-        ));
-    }
+    super::dense::check_gram_out(&out, m)?;
     let bases = SparseBases::from_csr(x)?;
     let norms = &bases.norms;
     let rows_per_block = crate::tuning::KERNEL_BLOCK_ROWS;
@@ -468,6 +460,23 @@ mod tests {
         (indptr, indices, data, dense)
     }
 
+    /// The view of `sparse`'s arrays, of `shape`.
+    fn view<'a, F: Real>(
+        shape: (usize, usize),
+        indptr: &'a [i64],
+        indices: &'a [i32],
+        data: &'a [F],
+    ) -> CsrView<'a, F> {
+        CsrView::new(
+            shape,
+            Indices::I64(indptr),
+            Indices::I32(indices),
+            data,
+            "X",
+        )
+        .unwrap()
+    }
+
     fn kernels() -> [Kernel; 3] {
         [
             Kernel::Linear,
@@ -484,22 +493,8 @@ mod tests {
     fn sparse_rows_give_the_dense_rows_kernel() {
         let (indptr, indices, data, dense) = sparse(150, 40, 3);
         let (z_indptr, z_indices, z_data, z_dense) = sparse(9, 40, 4);
-        let x = CsrView::new(
-            (150, 40),
-            Indices::I64(&indptr),
-            Indices::I32(&indices),
-            &data,
-            "X",
-        )
-        .unwrap();
-        let z = CsrView::new(
-            (9, 40),
-            Indices::I64(&z_indptr),
-            Indices::I32(&z_indices),
-            &z_data,
-            "Z",
-        )
-        .unwrap();
+        let x = view((150, 40), &indptr, &indices, &data);
+        let z = view((9, 40), &z_indptr, &z_indices, &z_data);
         let stop = AtomicBool::new(false);
         for kernel in kernels() {
             let expected = cross(dense.view(), z_dense.view(), &kernel, 1).unwrap();
@@ -538,22 +533,8 @@ mod tests {
         let (xp, xi) = (Indices::I64(&indptr), Indices::I32(&indices));
         let x64 = CsrView::new((70, 30), xp, xi, &data, "X").unwrap();
         let x32 = CsrView::new((70, 30), xp, xi, &data32, "X").unwrap();
-        let z64 = CsrView::new(
-            (6, 30),
-            Indices::I64(&z_indptr),
-            Indices::I32(&z_indices),
-            &z_data,
-            "Z",
-        )
-        .unwrap();
-        let z32 = CsrView::new(
-            (6, 30),
-            Indices::I64(&z_indptr),
-            Indices::I32(&z_indices),
-            &z_data32,
-            "Z",
-        )
-        .unwrap();
+        let z64 = view((6, 30), &z_indptr, &z_indices, &z_data);
+        let z32 = view((6, 30), &z_indptr, &z_indices, &z_data32);
         let stop = AtomicBool::new(false);
         for kernel in kernels() {
             let wide = cross_rows_with_stop(
@@ -584,14 +565,7 @@ mod tests {
     #[test]
     fn the_gram_matrix_expansion_and_pool_of_sparse_rows_match_the_dense_paths() {
         let (indptr, indices, data, dense) = sparse(150, 40, 7);
-        let x = CsrView::new(
-            (150, 40),
-            Indices::I64(&indptr),
-            Indices::I32(&indices),
-            &data,
-            "X",
-        )
-        .unwrap();
+        let x = view((150, 40), &indptr, &indices, &data);
         let stop = AtomicBool::new(false);
         let held = SparseBases::from_csr(&x).unwrap();
         let frequent = held.dense.ncols();
