@@ -139,6 +139,22 @@ impl<'a, F: Real> CsrView<'a, F> {
         self.data.len()
     }
 
+    /// The places of row `i`'s entries among all stored entries.
+    pub fn entries(&self, i: usize) -> Range<usize> {
+        self.starts[i]..self.starts[i + 1]
+    }
+
+    /// The stored values, row after row.
+    pub fn values(&self) -> &'a [F] {
+        self.data
+    }
+
+    /// The column of stored entry `at`.
+    pub fn column(&self, at: usize) -> usize {
+        // Checked in `new`: every index is in 0..ncols.
+        self.indices.get(at).unwrap_or_default()
+    }
+
     /// Row `i`'s entries, `(column, value)` in increasing column order.
     pub fn row(&self, i: usize) -> impl Iterator<Item = (usize, F)> + '_ {
         let range = self.starts[i]..self.starts[i + 1];

@@ -116,13 +116,18 @@ pub(crate) const CHECK_TILE: usize = 64;
 /// (one row at k = 50, d = 20: ~1.0 µs through the GEMM; see `examples/serving_latency`).
 pub(crate) const DIRECT_EXPANSION_ROWS: usize = 4;
 
-// --- Factored kernels (src/operator.rs) ---
+// --- Factored kernels (src/operator/) ---
 
-/// Rows per block of a factored product (`operator.rs`): the blocks, fixed by `m`, are the
+/// Rows per block of a factored product (`operator/`): the blocks, fixed by `m`, are the
 /// units of work and the order of the partial sums of `Φ'X`, so no result depends on the
 /// thread count; a block's `Φ` rows (1,024 × p) stream once while its partial sums stay in
 /// cache (no measurement recorded).
 pub(crate) const FACTOR_BLOCK_ROWS: usize = 1024;
+
+/// Features per block of a sparse factor's transposed product and quadratic forms
+/// (`operator/sparse.rs`): the units of parallel work, each a fixed range of the features, so
+/// no sum depends on the thread count (no measurement recorded).
+pub(crate) const SPARSE_FACTOR_BLOCK_FEATURES: usize = 256;
 
 // --- Thread pools (src/pool.rs) ---
 

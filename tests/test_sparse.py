@@ -345,22 +345,93 @@ def test_paths_and_truncation_of_a_sparse_fit():
     np.testing.assert_allclose(fitted.truncate(4).predict_proba(S), dense.truncate(4).predict_proba(X), atol=1e-8)
 
 
-def test_factored_sparse_linear_fit_uses_a_nystroem_factor_of_factor_rank(monkeypatch):
-    # A wide sparse X: dense it would be 2,000 × 200,000 float64 (3 GiB); its factor of rank
-    # 40 is 640 KB. The memory check counts the factor and the CSR only.
-    rng = np.random.default_rng(0)
-    m, d = 2000, 200_000
-    rows, columns = np.repeat(np.arange(m), 20), rng.integers(0, d, size=20 * m)
-    S = sparse.csr_matrix((rng.random(20 * m), (rows, columns)), shape=(m, d))  # duplicates summed
+def wide_sparse_data(m, d, per_row, seed=0):
+    """``m`` rows of ``d`` features, about ``per_row`` stored a row, labelled by which half of
+    the features holds more of the row's weight."""
+    rng = np.random.default_rng(seed)
+    rows, columns = np.repeat(np.arange(m), per_row), rng.integers(0, d, size=per_row * m)
+    S = sparse.csr_matrix((rng.random(per_row * m), (rows, columns)), shape=(m, d))  # duplicates summed
     y = (np.asarray(S[:, :d // 2].sum(axis=1)).ravel() > np.asarray(S[:, d // 2:].sum(axis=1)).ravel()).astype(int)
     y[:2] = [0, 1]
+    return S, y
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("criterion,deflation,stages", [
+    ("optimal", "projection", 1), ("pseudo", "schur", 2), ("reverse", "hotelling", 1),
+    ("optimal", "ortho-hotelling", 3), ("random", "ortho-schur", 1),
+])
+def test_the_core_selects_over_csr_rows_as_over_their_linear_kernel(dtype, criterion, deflation, stages):
+    """``factor=`` a CSR ``X`` is the factor of ``XX'``: the picks of the explicit kernel."""
+    X, y = sparse_data(m=120, d=15)
+    S = as_csr(X, dtype=dtype)
+    K = _core.kernel_matrix(np.ascontiguousarray(X, dtype=dtype), kernel="linear")
+    options = dict(criterion=criterion, deflation=deflation, stages=stages, seed=3)
+    over_rows, stopped, _ = _core.greedy_select(None, y.astype(bool), 12, factor=S, **options)
+    over_kernel, _, _ = _core.greedy_select(K, y.astype(bool), 12, **options)
+    assert not stopped
+    compare_picks(over_rows, over_kernel, K, y, dtype)
+    one_thread = _core.greedy_select(None, y.astype(bool), 12, factor=S, n_threads=1, **options)[0]
+    two_threads = _core.greedy_select(None, y.astype(bool), 12, factor=S, n_threads=2, **options)[0]
+    assert one_thread.tolist() == two_threads.tolist()
+
+
+@pytest.mark.parametrize("method", ("matching", "pca", "fisher"))
+def test_the_core_pursues_over_csr_rows_as_over_their_linear_kernel(method):
+    X, y = sparse_data(m=120, d=15)
+    S = as_csr(X)
+    K = _core.kernel_matrix(np.ascontiguousarray(X), kernel="linear")
+    options = {"matching": dict(target=X[:, 0] + y), "pca": {}, "fisher": dict(classes=y.astype(np.int64))}[method]
+    over_rows, scores_rows, _, _ = _core.pursuit_select(method, None, 8, factor=S, **options)
+    over_kernel, scores_kernel, _, _ = _core.pursuit_select(method, K, 8, **options)
+    assert over_rows.tolist() == over_kernel.tolist()
+    np.testing.assert_allclose(scores_rows, scores_kernel, rtol=1e-9)
+
+
+def test_the_core_takes_csr_rows_as_a_factor_only():
+    X, y = sparse_data(m=40, d=10)
+    S = as_csr(X)
+    with pytest.raises(TypeError, match=r"^K: must be a 2-D float32 or float64 NumPy array$"):
+        _core.greedy_select(S, y.astype(bool), 3)
+    with pytest.raises(TypeError, match=r"^K: must be a 2-D float32 or float64 NumPy array$"):
+        _core.pursuit_select("pca", S, 3)
+    with pytest.raises(TypeError, match="factor: a sparse matrix must be CSR"):
+        _core.greedy_select(None, y.astype(bool), 3, factor=S.tocoo())
+    with pytest.raises(TypeError, match=r"^second_factor: must be a NumPy array of the kernel's dtype"):
+        _core.pursuit_select("correlation", None, 3, factor=np.ascontiguousarray(X), second_factor=S)
+    with pytest.raises(TypeError, match="second_factor: .* dense factors, not sparse rows"):
+        _core.pursuit_select("correlation", None, 3, factor=S, second_factor=np.ascontiguousarray(X))
+
+
+@pytest.mark.parametrize("solver", ("dense", "factored"))
+def test_a_wide_sparse_linear_fit_uses_X_as_its_factor(solver):
+    """Dense, this X would be 300 × 60,000 floats; as its own factor it is never made dense,
+    and the factored picks are the dense fit's (the exact linear kernel, no Nyström factor)."""
+    S, y = wide_sparse_data(300, 60_000, 20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        model = GreedyKFDA(k=12, kernel="linear", solver=solver, random_state=0).fit(S, y)
+        reference = GreedyKFDA(k=12, kernel="linear", solver="dense").fit(S, y)
+    assert model.solver_ == solver
+    K = _core.kernel_matrix(S, kernel="linear")
+    compare_picks(model.support_, reference.support_, K, y, np.float64)
+    np.testing.assert_allclose(model.decision_function(S), reference.decision_function(S), atol=1e-8)
+
+
+def test_the_memory_check_of_a_sparse_linear_factored_fit_counts_the_stored_values(monkeypatch):
+    # Dense, this X would be 2,000 × 200,000 float64 (3 GiB): the fit needs its CSR and the
+    # core's transpose of it, about 100 bytes a stored value, and the selection's terms.
+    S, y = wide_sparse_data(2000, 200_000, 20)
     from gkfda import _validation
     monkeypatch.setattr(_validation, "available_memory", lambda: 256 * 2**20)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        model = GreedyKFDA(k=10, kernel="linear", solver="factored", factor_rank=40, random_state=0).fit(S, y)
+        model = GreedyKFDA(k=10, kernel="linear", solver="factored", random_state=0).fit(S, y)
     assert model.solver_ == "factored" and 0 < model.k_ <= 10
-    assert model.support_vectors_.shape == (model.k_, d)
+    assert model.support_vectors_.shape == (model.k_, 200_000)
+    monkeypatch.setattr(_validation, "available_memory", lambda: 2 * 2**20)
+    with pytest.raises(MemoryError, match=r"^X: a factored fit of 2000 sparse samples \(\d+ stored values\)"):
+        GreedyKFDA(k=10, kernel="linear", solver="factored").fit(S, y)
 
 
 def test_a_sparse_fit_round_trips_through_the_model_file(tmp_path):
@@ -396,6 +467,10 @@ def _outputs(estimator, data, method):
     (lambda: SparseKernelPCA(n_components=5, gamma=0.05), None, "transform"),
     (lambda: SparseKernelPCA(n_components=5, gamma=0.05, solver="factored", factor_rank=150, random_state=0),
      None, "transform"),
+    (lambda: SparseKernelPCA(n_components=5, kernel="linear", solver="factored"), None, "transform"),
+    (lambda: GreedyNystroem(n_components=8, kernel="linear", solver="factored", criterion="optimal"),
+     "labels", "transform"),
+    (lambda: KernelMatchingPursuit(k=8, kernel="linear", solver="factored"), "continuous", "predict"),
     (lambda: SparseKernelCCA(n_components=2, gamma=0.05), "two views", "transform"),
     (lambda: ParsimoniousKFDA(gamma=0.05), "labels", "decision_function"),
     (lambda: ParsimoniousKFDA(kernel="linear"), "labels", "decision_function"),

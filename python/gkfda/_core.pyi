@@ -6,6 +6,7 @@ import numpy as np
 import numpy.typing as npt
 
 CRITERIA: Tuple[str, ...]
+RATIO_CRITERIA: Tuple[str, ...]
 """The selection criteria's names, from the core's table (``random`` first)."""
 DEFLATIONS: Tuple[str, ...]
 """The deflations' names, from the core's table (``none`` first)."""

@@ -1,10 +1,10 @@
 """The kernel factor of a factored fit: ``K ≈ ΦΦ'`` with ``Φ`` of ``m × p`` (docs/scale.md).
 
-``kernel="linear"``: ``Φ = X``, exact. ``rbf`` and ``poly``, and every kernel of a sparse
-``X`` (``linear`` too, so that ``Φ`` is never ``X`` made dense): the Nyström factor of a pool of
-``p`` training points, ``Φ = K[:, P] W`` with ``WW' = K[P, P]⁺`` (``_core.nystroem_factor``,
-built in row blocks in the core), the pool chosen on a uniform subsample of the training set
-by one of ``POOLS``:
+``kernel="linear"``: ``Φ = X``, exact; a sparse ``X`` stays sparse, its products taken by the
+core over its stored values (``operator::SparseFactor``). ``rbf`` and ``poly``: the Nyström
+factor of a pool of ``p`` training points (dense or CSR), ``Φ = K[:, P] W`` with
+``WW' = K[P, P]⁺`` (``_core.nystroem_factor``, built in row blocks in the core), the pool
+chosen on a uniform subsample of the training set by one of ``POOLS``:
 
 - ``"uniform"``: the first ``p`` points of a uniform permutation;
 - ``"greedy"``: pivoted Cholesky, each pivot the point of largest residual diagonal;
@@ -180,12 +180,12 @@ def _pivoted_cholesky(points, p, random, params, rng, threads, advance=None) -> 
 
 def training_factor(X, dtype, p, method, params, rng, threads, progress=SILENT) -> np.ndarray:
     """``Φ`` of the training rows ``X`` (already in ``dtype``, C-contiguous, or a canonical
-    CSR) for the named kernel ``params``: a dense ``X`` itself for ``linear``, else (a sparse
-    ``X`` of every kernel) the Nyström factor of a pool of
+    CSR) for the named kernel ``params``: ``X`` itself for ``linear`` (a CSR ``X`` stays CSR:
+    the core reads it as the factor of ``XX'``), else the Nyström factor of a pool of
     ``p`` points chosen by ``method``, shown as ``progress``'s phases ``pool`` and ``factor``
     (its blocks of rows, counted by the core once the pool's ``W`` is made)."""
-    if params["kernel"] == "linear" and not issparse(X):
-        return np.ascontiguousarray(X, dtype=dtype)
+    if params["kernel"] == "linear":
+        return X if issparse(X) else np.ascontiguousarray(X, dtype=dtype)
     indices = pool(X, p, method, params, rng, threads, progress)
     with progress.phase("factor", unit="block"):
         return _core.nystroem_factor(X, indices.astype(np.int64), n_threads=threads, progress=progress.core_report,

@@ -120,16 +120,16 @@ def checked_training_factor(X, core_name, params, dtype, threads, k, selections,
     X = _convert(X, dtype, "X")
     check_kernel_range(X, core_name, params, dtype)
     m = X.shape[0]
-    # A sparse X's factor is a Nyström factor of every kernel, linear too: never m × n_features.
-    nystroem = core_name != "linear" or issparse(X)
     input_bytes = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes if issparse(X) else 0
-    if nystroem:  # Φ = X: its rank is the features', whatever factor_rank says
+    if core_name != "linear":  # Φ = X for linear: its rank is the features', whatever factor_rank says
         largest = None
         if isinstance(factor_rank, str):
             largest = largest_factor_rank(m, k, selections, dtype, threads, auto_factor_rank(k, m), input_bytes)
         factor_rank = factor_rank_for(factor_rank, k, m, k_name, largest)
-    p = factor_width(core_name if not nystroem else None, X.shape[1], m, factor_rank)
-    check_factored_fit_fits(m, p, k, selections, dtype, threads, input_bytes)
+    p = factor_width(core_name, X.shape[1], m, factor_rank)
+    # A sparse X under the linear kernel is its own factor, read by the core as CSR.
+    entries = X.nnz if issparse(X) and core_name == "linear" else None
+    check_factored_fit_fits(m, p, k, selections, dtype, threads, input_bytes, sparse_entries=entries)
     return training_factor(X, X.dtype, p, pool, {**params, "kernel": core_name}, rng, threads, progress)
 
 
@@ -165,7 +165,8 @@ class TrainingProblem:
     threads: int
     #: The dense training kernel (``solver == "dense"``), else None.
     kernel: np.ndarray | None = None
-    #: ``Φ`` of a factored fit, else None.
+    #: ``Φ`` of a factored fit (``X`` itself, CSR, for a sparse ``X`` under the linear kernel),
+    #: else None.
     factor: np.ndarray | None = None
     #: The training rows in kernel order and the engine's dtype (named kernels only).
     rows: np.ndarray | None = None

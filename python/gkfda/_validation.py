@@ -159,15 +159,34 @@ def factor_bytes(m: int, p: int, itemsize: int, threads: int) -> int:
     return m * p * itemsize + threads * block_rows * p * itemsize + 4 * p * p * 8
 
 
+def sparse_factor_bytes(entries: int, itemsize: int) -> int:
+    """Bytes of the core's index of a sparse ``X`` used as its own factor (``Φ = X``, the
+    linear kernel): its transpose while it is made, 48 bytes and a value an entry
+    (``operator::SparseFactor``)."""
+    return int(entries) * (48 + int(itemsize))
+
+
 def check_factored_fit_fits(m: int, p: int, k: int, selections: int, dtype, threads: int,
-                            input_bytes: int = 0) -> None:
+                            input_bytes: int = 0, sparse_entries: int | None = None) -> None:
     """Refuse, before allocating, a factored fit that cannot hold its factor (``m × p``) with
     the working memory of its selections and model, naming ``factor_rank``; ``input_bytes``:
-    a sparse ``X``'s arrays, which the factor is made from (never ``X`` made dense)."""
+    a sparse ``X``'s arrays, which the factor is made from (never ``X`` made dense). With
+    ``sparse_entries``, the factor is that sparse ``X`` itself (``kernel="linear"``): what it
+    costs is the core's transpose of its entries, and the refusal names ``X``."""
     dtype = np.dtype(dtype)
-    factor = factor_bytes(m, p, dtype.itemsize, threads) + int(input_bytes)
     working = fit_working_bytes(m, k, selections, dtype)
     available = available_memory()
+    if sparse_entries is not None:
+        factor = sparse_factor_bytes(sparse_entries, dtype.itemsize) + int(input_bytes)
+        if factor + working > available:
+            raise MemoryError(
+                f"X: a factored fit of {m} sparse samples ({sparse_entries} stored values) with k={k} needs "
+                f"{(factor + working) / 2**30:.2f} GiB (X and its transpose {factor / 2**30:.2f} GiB, the selection "
+                f"and the model {working / 2**30:.2f} GiB) but only {available / 2**30:.2f} GiB is available; "
+                "use fewer samples" + (" or dtype='float32'" if dtype == np.float64 else "")
+            )
+        return
+    factor = factor_bytes(m, p, dtype.itemsize, threads) + int(input_bytes)
     if factor + working > available:
         raise MemoryError(
             f"factor_rank: a factored fit of {m} samples with factor_rank={p} and k={k} needs "

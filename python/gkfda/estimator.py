@@ -133,9 +133,8 @@ class GreedyKFDA(
     solver : {"auto", "dense", "factored"}, default="auto"
         How the selection reads the kernel. ``dense`` builds the ``m×m`` training kernel
         (O(m²) memory, O(m²) a pick). ``factored`` holds it as a factor ``K ≈ ΦΦ'``
-        (``Φ`` of ``m × factor_rank``; ``kernel="linear"``: ``Φ = X``, exact, but of a sparse
-        ``X`` a Nyström factor of rank ``factor_rank``, never ``X`` made dense): O(mp) memory
-        and O(mp) a pick, the bases still chosen among all ``m`` points by the same criteria
+        (``Φ`` of ``m × factor_rank``; ``kernel="linear"``: ``Φ = X``, exact, a sparse ``X``
+        read as it is stored, never made dense): O(mp) memory and O(mp) a pick, the bases still chosen among all ``m`` points by the same criteria
         and deflations, the model fitted on the exact kernel columns of the chosen bases.
         ``auto`` is ``dense`` up to 20,000 samples when the dense kernel fits in memory,
         ``factored`` beyond (docs/scale.md). Named kernels only: a precomputed or callable
@@ -361,8 +360,8 @@ class GreedyKFDA(
         problems, by_class, threads = problem.problems, problem.by_class, problem.threads
         selections = self._select(problem, rng)
         linear = problem.core_name == "linear"
-        # Φ = X (a dense linear fit) has the features' rank; a Nyström factor its columns'.
-        factor_rank = None if problem.factor is None or linear and not issparse(problem.X) else int(problem.factor.shape[1])
+        # Φ = X (a linear fit) has the features' rank; a Nyström factor its columns'.
+        factor_rank = None if problem.factor is None or linear else int(problem.factor.shape[1])
         problem.factor = None  # Φ (m × p) is read by the selection only: let it go
         with problem.progress.phase("exact columns", total=len(by_class), unit="row"):
             columns = problem.columns([support for support, _, _ in selections], self.kernel)

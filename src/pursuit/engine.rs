@@ -114,10 +114,17 @@ impl<'a, F: Real> PursuitEngine<'a, F> {
         }
         let external =
             |kernel: &KernelOperator<'a, F>| matches!(kernel, KernelOperator::External(_));
+        let sparse = |kernel: &KernelOperator<'a, F>| matches!(kernel, KernelOperator::Sparse(_));
         if second.is_some() && (external(&first) || second.as_ref().is_some_and(external)) {
             // The cross term needs `Φ_x'Φ_y` of both factors' rows side by side.
             return Err(Error::Unsupported(
                 "second_factor: the cross term of two views needs both factors in memory, not held elsewhere".into(),
+            ));
+        }
+        if second.is_some() && (sparse(&first) || second.as_ref().is_some_and(sparse)) {
+            return Err(Error::Unsupported(
+                "second_factor: the cross term of two views needs dense factors, not sparse rows"
+                    .into(),
             ));
         }
         let pool = crate::pool::shared(n_threads)?;
@@ -198,7 +205,9 @@ impl<'a, F: Real> PursuitEngine<'a, F> {
         let factor = |view: usize| match self.views[view].kernel {
             KernelOperator::Factored { factor, p, .. } => (factor, p),
             // `new` refuses two views unless both are factored in memory.
-            KernelOperator::Dense { .. } | KernelOperator::External(_) => {
+            KernelOperator::Dense { .. }
+            | KernelOperator::Sparse(_)
+            | KernelOperator::External(_) => {
                 unreachable!("the views are factored in memory")
             }
         };

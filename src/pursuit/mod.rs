@@ -175,7 +175,9 @@ pub fn pursue_in_form<'a, F: Real>(
     let in_memory = |kernel: KernelOperator<'a, F>| -> Option<(&'a [F], usize)> {
         match kernel {
             KernelOperator::Factored { factor, p, .. } => Some((factor, p)),
-            KernelOperator::Dense { .. } | KernelOperator::External(_) => None,
+            KernelOperator::Dense { .. }
+            | KernelOperator::Sparse(_)
+            | KernelOperator::External(_) => None,
         }
     };
     let factors: Option<Vec<(&[F], usize)>> = std::iter::once(kernel)

@@ -54,13 +54,19 @@ fn simd_levels() -> (Vec<&'static str>, &'static str) {
 }
 
 /// The names of the core's criteria, deflations and kernels, in their tables' order: the
-/// one list of them the Python package reads (`CRITERIA`, `DEFLATIONS`, `KERNELS`).
-fn parameter_names() -> [(&'static str, Vec<&'static str>); 3] {
+/// one list of them the Python package reads (`CRITERIA`, `DEFLATIONS`, `KERNELS`), and
+/// the criteria whose score is a ratio over the within-class scatter (`RATIO_CRITERIA`,
+/// [`Criterion::uses_ratio`]), whose guard the reference applies as the engines do.
+fn parameter_names() -> [(&'static str, Vec<&'static str>); 4] {
     fn names<T>(all: &[(T, &'static str)]) -> Vec<&'static str> {
         all.iter().map(|(_, name)| *name).collect()
     }
+    let ratios = Criterion::ALL
+        .iter()
+        .filter(|(criterion, _)| criterion.uses_ratio());
     [
         ("CRITERIA", names(&Criterion::ALL)),
+        ("RATIO_CRITERIA", ratios.map(|(_, name)| *name).collect()),
         ("DEFLATIONS", names(&Deflation::ALL)),
         ("KERNELS", Kernel::NAMES.to_vec()),
     ]

@@ -2,6 +2,8 @@
 //! and CCA, and the pursuit engine's KFDA.
 
 use super::common::{class_codes, interruptible, kernel_or_factor};
+use super::sparse::{factor_operator, is_sparse, RowsArg};
+use crate::kernel::Rows;
 use crate::operator::KernelOperator;
 use crate::pursuit::{self, Method, PursuitParams};
 use crate::real::Real;
@@ -33,7 +35,7 @@ struct PursuitInputs<'a, 'py> {
 /// The pursuit of `inputs` over `kernel`, typed.
 fn pursue_typed<'py, F: Real + numpy::Element>(
     py: Python<'py>,
-    kernel: PyReadonlyArray2<'py, F>,
+    kernel: RowsArg<'py, F>,
     inputs: &PursuitInputs<'_, 'py>,
     params: &PursuitParams,
 ) -> PyResult<PursuitTuple<'py>> {
@@ -48,9 +50,14 @@ fn pursue_typed<'py, F: Real + numpy::Element>(
         .target
         .map(|t| t.extract().map_err(|_| same_dtype("target")))
         .transpose()?;
+    let second_name = if inputs.factored {
+        "second_factor"
+    } else {
+        "second_kernel"
+    };
     let second: Option<PyReadonlyArray2<'py, F>> = inputs
         .second
-        .map(|t| t.extract().map_err(|_| same_dtype("second_kernel")))
+        .map(|t| t.extract().map_err(|_| same_dtype(second_name)))
         .transpose()?;
     let missing = |argument: &str| {
         PyValueError::new_err(format!("{argument}: is required by the method {method:?}"))
@@ -68,11 +75,7 @@ fn pursue_typed<'py, F: Real + numpy::Element>(
         },
         "pca" => Method::Components,
         "correlation" => {
-            let name = if inputs.factored {
-                "second_factor"
-            } else {
-                "second_kernel"
-            };
+            let name = second_name;
             let second = second.as_ref().ok_or_else(|| missing(name))?.as_array();
             let second = if inputs.factored {
                 KernelOperator::factored_of(&second, name)?
@@ -96,13 +99,14 @@ fn pursue_typed<'py, F: Real + numpy::Element>(
             )))
         }
     };
-    let view = kernel.as_array();
-    let operator = if inputs.factored {
-        KernelOperator::factored_of(&view, "factor")?
-    } else {
-        KernelOperator::dense_of(&view, "K")?
-    };
+    let factored = inputs.factored;
+    let rows = kernel.view(if factored { "factor" } else { "K" })?;
     let outcome = interruptible(py, |stop| {
+        let mut sparse = None;
+        let operator = match &rows {
+            Rows::Dense(view) if !factored => KernelOperator::dense_of(view, "K")?,
+            rows => factor_operator(rows, &mut sparse, params.n_threads, "factor")?,
+        };
         pursuit::pursue_on(operator, &method, params, stop)
     })?;
     let indices: Vec<i64> = outcome.indices.iter().map(|&i| i as i64).collect();
@@ -124,7 +128,7 @@ fn pursue_typed<'py, F: Real + numpy::Element>(
 /// its value in the kernel. Returns `(indices, scores, stopped_early, kernel_passes)`,
 /// `scores[s]` the score of pick `s` when it was made. With `factor` (and `kernel` None)
 /// the kernel is `ΦΦ'` of the `m×p` factor, never formed (and `second_factor` the second
-/// view's).
+/// view's); a SciPy CSR `factor` is `X` of the linear kernel `XX'`.
 #[pyfunction]
 #[pyo3(signature = (method, kernel, k, *, target=None, second_kernel=None, classes=None, criterion="optimal", seed=0, signed=true, tol=None, n_threads=1, factor=None, second_factor=None))]
 #[allow(clippy::too_many_arguments)]
@@ -166,15 +170,18 @@ fn pursuit_select<'py>(
         seed,
         signed,
     };
-    if let Ok(k64) = kernel.extract::<PyReadonlyArray2<f64>>() {
-        return pursue_typed(py, k64, &inputs, &params);
-    }
-    if let Ok(k32) = kernel.extract::<PyReadonlyArray2<f32>>() {
-        return pursue_typed(py, k32, &inputs, &params);
-    }
     let argument = if factored { "factor" } else { "K" };
+    if factored || !is_sparse(kernel) {
+        if let Some(rows) = RowsArg::<f64>::extract(kernel, argument)? {
+            return pursue_typed(py, rows, &inputs, &params);
+        }
+        if let Some(rows) = RowsArg::<f32>::extract(kernel, argument)? {
+            return pursue_typed(py, rows, &inputs, &params);
+        }
+    }
+    let sparse = if factored { " or SciPy CSR matrix" } else { "" };
     Err(PyTypeError::new_err(format!(
-        "{argument}: must be a 2-D float32 or float64 NumPy array"
+        "{argument}: must be a 2-D float32 or float64 NumPy array{sparse}"
     )))
 }
 

@@ -5,6 +5,8 @@
 use super::common::{class_codes, kernel_or_factor, order_of, reporting};
 use super::factor::{holder_dtype, is_factor_holder};
 use super::rows::select_over_holder;
+use super::sparse::{factor_operator, is_sparse, RowsArg};
+use crate::kernel::Rows;
 use crate::operator::KernelOperator;
 use crate::real::Real;
 use crate::selection;
@@ -39,25 +41,33 @@ pub(super) enum Problems<'a> {
 
 fn select_typed<'py, F: Real + numpy::Element>(
     py: Python<'py>,
-    kernel: PyReadonlyArray2<'py, F>,
+    kernel: RowsArg<'py, F>,
     factored: bool,
     problems: &Problems<'_>,
     report: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Selections<'py>> {
-    let view = kernel.as_array();
-    let operator = if factored {
-        KernelOperator::factored_of(&view, "factor")?
-    } else {
-        KernelOperator::dense_of(&view, "K")?
+    let rows = kernel.view(if factored { "factor" } else { "K" })?;
+    let n_threads = match problems {
+        Problems::Classes(_, params) => params.n_threads,
+        Problems::TwoClass(problems) => problems.first().map_or(1, |(_, p)| p.n_threads),
     };
     // Always watched: a selection's length depends on more than the kernel's size (k,
     // stages, deflation), and a thread spawn is little beside even a small one.
-    let selections = reporting(py, report, |stop, progress| match problems {
-        Problems::Classes(classes, params) => Ok(vec![selection::select_classes_with_progress(
-            operator, classes, params, stop, progress,
-        )?]),
-        Problems::TwoClass(problems) => {
-            selection::select_many_with_progress(operator, problems, stop, progress)
+    let selections = reporting(py, report, |stop, progress| {
+        let mut sparse = None;
+        let operator = match &rows {
+            Rows::Dense(view) if !factored => KernelOperator::dense_of(view, "K")?,
+            rows => factor_operator(rows, &mut sparse, n_threads, "factor")?,
+        };
+        match problems {
+            Problems::Classes(classes, params) => {
+                Ok(vec![selection::select_classes_with_progress(
+                    operator, classes, params, stop, progress,
+                )?])
+            }
+            Problems::TwoClass(problems) => {
+                selection::select_many_with_progress(operator, problems, stop, progress)
+            }
         }
     })?;
     Ok(selections
@@ -67,8 +77,8 @@ fn select_typed<'py, F: Real + numpy::Element>(
 }
 
 /// The selections of `problems` over `kernel` or, given instead, over the kernel `ΦΦ'` of
-/// `factor`; float64 or float32. `progress(done, total)`, when given, is called as picks
-/// are made ([`reporting`]).
+/// `factor` (a NumPy array `Φ`, or a SciPy CSR matrix `X` for `XX'`); float64 or float32.
+/// `progress(done, total)`, when given, is called as picks are made ([`reporting`]).
 fn select_any<'py>(
     py: Python<'py>,
     kernel: Option<&Bound<'py, PyAny>>,
@@ -86,15 +96,18 @@ fn select_any<'py>(
             ))),
         };
     }
-    if let Ok(k64) = array.extract::<PyReadonlyArray2<f64>>() {
-        return select_typed(py, k64, factored, problems, progress);
-    }
-    if let Ok(k32) = array.extract::<PyReadonlyArray2<f32>>() {
-        return select_typed(py, k32, factored, problems, progress);
-    }
     let argument = if factored { "factor" } else { "K" };
+    if factored || !is_sparse(array) {
+        if let Some(rows) = RowsArg::<f64>::extract(array, argument)? {
+            return select_typed(py, rows, factored, problems, progress);
+        }
+        if let Some(rows) = RowsArg::<f32>::extract(array, argument)? {
+            return select_typed(py, rows, factored, problems, progress);
+        }
+    }
+    let sparse = if factored { " or SciPy CSR matrix" } else { "" };
     Err(PyTypeError::new_err(format!(
-        "{argument}: must be a 2-D float32 or float64 NumPy array"
+        "{argument}: must be a 2-D float32 or float64 NumPy array{sparse}"
     )))
 }
 

@@ -4,7 +4,9 @@
 
 use super::common::{kernel_call, parse_kernel};
 use crate::csr::{CsrView, Indices};
+use crate::error::Error;
 use crate::kernel::{self, Kernel, Rows, SparseBases};
+use crate::operator::{KernelOperator, SparseFactor};
 use crate::real::Real;
 use numpy::{IntoPyArray, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -125,6 +127,22 @@ impl<'py, F: Real + numpy::Element> RowsArg<'py, F> {
             RowsArg::Csr(csr) => csr.data.len(),
         }
     }
+}
+
+/// The operator of a factor given as rows: `ΦΦ'` of dense rows `Φ`, or `XX'` of CSR rows
+/// (`Φ = X`, the linear kernel of sparse rows), whose transpose is made into `sparse`.
+pub(super) fn factor_operator<'a, 'r: 'a, F: Real>(
+    rows: &'a Rows<'r, F>,
+    sparse: &'a mut Option<SparseFactor<'a, F>>,
+    n_threads: usize,
+    argument: &'static str,
+) -> Result<KernelOperator<'a, F>, Error> {
+    Ok(match rows {
+        Rows::Dense(view) => KernelOperator::factored_of(view, argument)?,
+        Rows::Csr(csr) => {
+            KernelOperator::Sparse(sparse.insert(SparseFactor::new(csr.clone(), n_threads)?))
+        }
+    })
 }
 
 /// Points indexed once by feature, dense or CSR (`kernel::SparseBases`), for the many kernels

@@ -15,8 +15,9 @@ Semantics shared with the Rust engine (so that both pick the same indices):
   ``Σ_{c<c'} (s_c[i] − s_c'[i])²`` over the denominator ``d_i − Σ_c (w_c/m_c) s_c[i]²``,
   which for two classes are ``(p − n)²`` and the paper's ``c_i'Bc_i``;
 * admissible candidates are the columns not chosen or skipped before, whose
-  ``d_i = Σ_j D_j K_t[j, i]²`` exceeds ``tol · d_i(K_0)`` and, for the ``optimal`` and
-  ``reverse`` criteria, whose denominator ``c_i'Bc_i`` exceeds the same threshold;
+  ``d_i = Σ_j D_j K_t[j, i]²`` exceeds ``tol · d_i(K_0)`` and, for the criteria whose
+  score is a ratio (``RATIO_CRITERIA``, the core's list: ``optimal`` and ``reverse``), whose
+  denominator ``c_i'Bc_i`` exceeds the same threshold;
 * ``min`` criteria are maximised as negated scores; ``random`` scores ``-rank`` in a
   permutation drawn with ``sklearn.utils.check_random_state(random_state)``;
 * ties go to the lowest index;
@@ -46,7 +47,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils import check_random_state
 
-from .._core import CRITERIA, DEFLATIONS
+from .._core import CRITERIA, DEFLATIONS, RATIO_CRITERIA
 from ._tolerance import default_tol
 from .parsimonious import parsimonious_fit, parsimonious_objective, parsimonious_support, parsimonious_targets
 from .pursuit import (
@@ -194,7 +195,7 @@ def select(
         # c'Bc = Σ_j D_j c_j² − Σ_c (w_c/m_c)(Σ_{j∈c} c_j)²: B = D − C expanded.
         denom = d - (w / sizes) @ sums**2
         admissible = ~blocked & (d > threshold)
-        if criterion in ("optimal", "reverse"):
+        if criterion in RATIO_CRITERIA:  # the core's rule: its score divides by the scatter
             admissible &= denom > threshold
         if not admissible.any():
             break

@@ -2,12 +2,14 @@
 //! sides, rows, the diagonal and the quadratic forms of the columns (docs/architecture.md,
 //! "Kernel operators").
 //!
-//! Three implementations: the dense `m×m` kernel, read by the passes of [`crate::passes`]
+//! Four implementations: the dense `m×m` kernel, read by the passes of [`crate::passes`]
 //! (whose class-split and triangle-reading forms the selection engine calls directly when
 //! [`KernelOperator::dense`] gives it the matrix); a factor `K_0 = ΦΦ'` (`Φ` row-major
 //! `m×p`) in memory, whose products are `Φ(Φ'X)`, O(mpr) for `r` right-hand sides instead of
-//! O(m²r); and a factor held elsewhere ([`FactorSource`], e.g. by the workers of a cluster,
-//! each holding some rows of `Φ`), which answers the same operations, each in one round.
+//! O(m²r); the linear kernel of sparse rows, `Φ = X` a CSR matrix ([`SparseFactor`], in
+//! `sparse.rs`), O(nnz·r); and a factor held elsewhere ([`FactorSource`], e.g. by the
+//! workers of a cluster, each holding some rows of `Φ`), which answers the same operations,
+//! each in one round.
 //!
 //! Every factored sum has one order whatever the thread count: `Φ'X` and `Φ'WΦ` add the
 //! partial products of fixed blocks of rows in block order (each block one sequential
@@ -25,6 +27,9 @@ use ndarray::{s, Array2, ArrayView2};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
+
+mod sparse;
+pub use sparse::SparseFactor;
 
 /// A kernel `K_0 = ΦΦ'` whose factor `Φ` (`m×p`) is held elsewhere: by other processes or
 /// machines, each with some of its rows. Its methods are the operations the in-memory
@@ -184,6 +189,8 @@ pub enum KernelOperator<'a, F> {
     Dense { kernel: &'a [F], m: usize },
     /// `K_0 = ΦΦ'`, `Φ` row-major `m×p`.
     Factored { factor: &'a [F], m: usize, p: usize },
+    /// `K_0 = XX'`, `Φ = X` of CSR rows ([`SparseFactor`]).
+    Sparse(&'a SparseFactor<'a, F>),
     /// `K_0 = ΦΦ'`, `Φ` held elsewhere ([`FactorSource`]).
     External(&'a ExternalFactor<'a, F>),
 }
@@ -232,6 +239,7 @@ impl<'a, F: Real> KernelOperator<'a, F> {
     pub fn m(&self) -> usize {
         match *self {
             KernelOperator::Dense { m, .. } | KernelOperator::Factored { m, .. } => m,
+            KernelOperator::Sparse(sparse) => sparse.m(),
             KernelOperator::External(external) => external.source.rows_count(),
         }
     }
@@ -240,7 +248,9 @@ impl<'a, F: Real> KernelOperator<'a, F> {
     pub fn dense(&self) -> Option<&'a [F]> {
         match *self {
             KernelOperator::Dense { kernel, .. } => Some(kernel),
-            KernelOperator::Factored { .. } | KernelOperator::External(_) => None,
+            KernelOperator::Factored { .. }
+            | KernelOperator::Sparse(_)
+            | KernelOperator::External(_) => None,
         }
     }
 
@@ -251,6 +261,7 @@ impl<'a, F: Real> KernelOperator<'a, F> {
         let len = match *self {
             KernelOperator::Dense { kernel, .. } => kernel.len(),
             KernelOperator::Factored { factor, .. } => factor.len(),
+            KernelOperator::Sparse(sparse) => return sparse.bytes(),
             KernelOperator::External(external) => external
                 .source
                 .rows_count()
@@ -271,6 +282,7 @@ impl<'a, F: Real> KernelOperator<'a, F> {
                 passes::multiply(pool, kernel, m, rhs, workspace)
             }
             KernelOperator::Factored { factor, m, p } => factored_products(pool, factor, m, p, rhs),
+            KernelOperator::Sparse(sparse) => sparse.multiply(pool, rhs),
             KernelOperator::External(external) => external.multiply(rhs),
         }
     }
@@ -305,6 +317,7 @@ impl<'a, F: Real> KernelOperator<'a, F> {
                     .collect();
                 times_factor(pool, factor, m, p, &ys)
             }
+            KernelOperator::Sparse(sparse) => sparse.rows(pool, picks),
             KernelOperator::External(external) => external.rows(picks),
         }
     }
@@ -314,6 +327,7 @@ impl<'a, F: Real> KernelOperator<'a, F> {
         match *self {
             KernelOperator::Dense { kernel, m } => (0..m).map(|i| kernel[i * m + i]).collect(),
             KernelOperator::Factored { factor, p, .. } => factor_row_norms(factor, p),
+            KernelOperator::Sparse(sparse) => sparse.diagonal(),
             KernelOperator::External(external) => external.diagonal(),
         }
     }
@@ -331,6 +345,7 @@ impl<'a, F: Real> KernelOperator<'a, F> {
                 m,
                 weights,
             )),
+            KernelOperator::Sparse(sparse) => Some(sparse.column_forms(pool, weights)),
             KernelOperator::External(external) => Some(external.column_forms(weights)),
         }
     }
