@@ -1,8 +1,9 @@
 """The places a criterion or a deflation lives agree: every one the core lists has a
 reference implementation, a score in each of the core's engines (the dense selection, the
 factored selection in the factor's coordinates, the Fisher pursuit), is accepted by
-``GreedyKFDA``, and is named in docs/architecture.md; and the checklists there name files
-that exist."""
+``GreedyKFDA``, and is named in docs/architecture.md; each estimator's predictor, as its
+spec describes it, is one the core's table of predictors allows; and the checklists there
+name files that exist."""
 
 import re
 from pathlib import Path
@@ -10,7 +11,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gkfda import GreedyKFDA, _core, reference
+from gkfda import (
+    GreedyKFDA,
+    GreedyKFDACV,
+    GreedyNystroem,
+    KernelMatchingPursuit,
+    ParsimoniousKFDA,
+    SparseKernelCCA,
+    SparseKernelPCA,
+    _core,
+    reference,
+)
+from gkfda._serialization.specs import _SPECS
 
 ROOT = Path(__file__).resolve().parents[1]
 ARCHITECTURE = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
@@ -77,6 +89,75 @@ def test_greedy_kfda_takes_every_criterion_and_deflation(criterion, deflation):
     else:
         np.testing.assert_array_equal(model.support_, reference.select(K, y, 4, criterion, deflation))
     assert model.predict(K).shape == y.shape
+
+
+def _three_classes(m=36, seed=5):
+    rng = np.random.default_rng(seed)
+    y = np.repeat([0, 1, 2], m // 3)
+    return rng.normal(size=(m, 4)) + 1.5 * np.eye(3, 4)[y], y
+
+
+# Fitted instances of every estimator that has a spec, one per link it can have.
+FITTED = {
+    "GreedyKFDA": lambda X, y, X3, y3: [
+        GreedyKFDA(k=4, gamma=0.5).fit(X, y),
+        GreedyKFDA(k=4, gamma=0.5, multiclass="shared").fit(X3, y3),
+        GreedyKFDA(k=4, gamma=0.5, multiclass="ovr").fit(X3, y3),
+    ],
+    "GreedyKFDACV": lambda X, y, X3, y3: [
+        GreedyKFDACV(gammas=[0.5], max_k=4, cv=2).fit(X, y),
+        GreedyKFDACV(gammas=[0.5], max_k=4, cv=2, multiclass="shared").fit(X3, y3),
+        GreedyKFDACV(gammas=[0.5], max_k=4, cv=2, multiclass="ovr").fit(X3, y3),
+    ],
+    "ParsimoniousKFDA": lambda X, y, X3, y3: [
+        ParsimoniousKFDA(gamma=0.5).fit(X, y),
+        ParsimoniousKFDA(gamma=0.5).fit(X3, y3),
+    ],
+    "KernelMatchingPursuit": lambda X, y, X3, y3: [KernelMatchingPursuit(k=4, gamma=0.5).fit(X, X[:, 0])],
+    "GreedyNystroem": lambda X, y, X3, y3: [GreedyNystroem(n_components=4, gamma=0.5).fit(X)],
+    "SparseKernelPCA": lambda X, y, X3, y3: [SparseKernelPCA(n_components=3, gamma=0.5).fit(X)],
+    "SparseKernelCCA": lambda X, y, X3, y3: [SparseKernelCCA(k=4, gamma=0.5).fit(X, X[:, :2] + 0.1 * X[:, 2:4])],
+}
+
+
+def test_the_core_has_the_predictor_of_every_estimator_with_a_spec():
+    assert sorted(_core.estimator_predictors()) == sorted(_SPECS)
+    assert sorted(FITTED) == sorted(_SPECS)
+
+
+@pytest.mark.parametrize("name", sorted(_SPECS))
+def test_each_estimators_predictor_is_one_the_core_allows(name):
+    task, links, optional = _core.estimator_predictors()[name]
+    factor, _, y = tiny_problem()
+    X3, y3 = _three_classes()
+    seen = set()
+    for estimator in FITTED[name](factor[:, :4], y, X3, y3):
+        model = estimator.best_estimator_ if name == "GreedyKFDACV" else estimator
+        described = _SPECS[name].describe(model)
+        assert described.task == task
+        assert described.link in links, f"{name}: link {described.link!r}"
+        seen.add(described.link)
+        present = {f"predict.{field}" for field in ("lower", "center", "slope", "offset")
+                   if getattr(described, field) is not None}
+        assert present == set(optional)
+        assert (described.classes is not None) == (task == "classifier")
+        assert described.points is not None and described.columns is not None
+        assert described.weights.shape[0] == len(described.points) == len(described.columns)
+        assert described.bias.shape == (described.weights.shape[1],)
+    # Every link the core allows this estimator is one a fit gives.
+    assert seen == set(links)
+
+
+def test_the_onnx_export_reads_the_specs():
+    pytest.importorskip("skl2onnx")
+    from gkfda import onnx
+
+    names = {cls.__name__ for cls in onnx._EXPORTABLE}
+    assert names <= set(_SPECS)
+    table = _core.estimator_predictors()
+    assert {cls.__name__ for cls in onnx._CLASSIFIERS} == {name for name in names if table[name][0] == "classifier"}
+    # The export folds a predictor's lower into its weights; a centre it does not compute.
+    assert not any("predict.center" in table[name][2] for name in names)
 
 
 def _table_names(heading):

@@ -360,3 +360,8 @@ def read_model_bytes(data: bytes) -> tuple[str, str, int, int, int, list[str]]:
     """Read a model file's bytes with the Rust reader (the Rust crate's and the C ABI's):
     ``(estimator, task, n_features, n_bases, n_outputs, classes)``; ``ValueError`` when
     it refuses the file."""
+
+def estimator_predictors() -> dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]]:
+    """Each estimator's predictor as the readers check it: ``{estimator: (task, links,
+    optional tensors)}``, e.g. ``"SparseKernelPCA": ("transformer", ("identity",),
+    ("predict.lower",))``; the one table, the Rust reader's."""

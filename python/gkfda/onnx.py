@@ -72,8 +72,9 @@ try:
 except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError("gkfda.onnx needs onnx and skl2onnx: pip install 'gkfda[onnx]'") from error
 
-from ._core import KERNELS
+from ._core import KERNELS, estimator_predictors
 from ._kernels import canonical_kernel, core_kernel, given_kernel_parameter, portable_kernel
+from ._serialization.specs import _SPECS
 from .estimator import GreedyKFDA
 from .model_selection import GreedyKFDACV
 from .parsimonious import ParsimoniousKFDA
@@ -81,8 +82,9 @@ from .pursuit import GreedyNystroem, KernelMatchingPursuit, SparseKernelPCA
 
 __all__ = ["to_onnx"]
 
-_CLASSIFIERS = (GreedyKFDA, GreedyKFDACV, ParsimoniousKFDA)
-_EXPORTABLE = (*_CLASSIFIERS, KernelMatchingPursuit, GreedyNystroem, SparseKernelPCA)
+_EXPORTABLE = (GreedyKFDA, GreedyKFDACV, ParsimoniousKFDA, KernelMatchingPursuit, GreedyNystroem, SparseKernelPCA)
+# A label and probabilities out, rather than one variable: the estimators whose task is "classifier".
+_CLASSIFIERS = tuple(cls for cls in _EXPORTABLE if estimator_predictors()[cls.__name__][0] == "classifier")
 _GRAPH_DTYPES = {FloatTensorType: np.float32, DoubleTensorType: np.float64}
 #: The oldest opset of the default domain whose operators take the graph: ``Max`` and
 #: ``Min`` broadcast from opset 8 on (ONNX Runtime has no float64 ``Max`` before it).
@@ -107,7 +109,8 @@ def _check_opset(target_opset):
 
 @dataclass
 class _Predictor:
-    """One estimator's prediction as a kernel expansion (the model file's predictor):
+    """One estimator's predictor (the model file's, ``specs.PredictorArrays``) as the graph
+    computes it, in float64, with ``lower`` folded into the weights:
     ``z = slope ∘ (κ(x, points) · weights + bias) + offset``, then ``link``."""
 
     kernel: str
@@ -121,10 +124,6 @@ class _Predictor:
     classes: Optional[np.ndarray] = None
     slope: Optional[np.ndarray] = None
     offset: Optional[np.ndarray] = None
-
-    @property
-    def n_outputs(self):
-        return len(self.classes) if self.classes is not None else self.weights.shape[1]
 
 
 def _check_exportable(estimator):
@@ -151,33 +150,14 @@ def _check_exportable(estimator):
 def _predictor(estimator) -> _Predictor:
     estimator = _check_exportable(estimator)
     kernel = portable_kernel(estimator, estimator._gamma, "exported to ONNX")
-    if isinstance(estimator, GreedyKFDA):
-        predictor = _Predictor(
-            **kernel, points=estimator._union_points, weights=estimator._expansion_weights,
-            bias=estimator._expansion_bias, link=estimator._link(), classes=estimator.classes_,
-        )
-    elif isinstance(estimator, ParsimoniousKFDA):
-        predictor = _Predictor(
-            **kernel, points=estimator._union_points, weights=estimator._weights, bias=estimator._bias,
-            link="logistic" if len(estimator.classes_) == 2 else "ovr", classes=estimator.classes_,
-            slope=estimator._slope, offset=estimator._offset,
-        )
-    elif isinstance(estimator, KernelMatchingPursuit):
-        predictor = _Predictor(
-            **kernel, points=estimator.support_vectors_, weights=np.asarray(estimator.coef_)[:, None],
-            bias=np.array([estimator.intercept_]), link="identity",
-        )
-    elif isinstance(estimator, GreedyNystroem):
-        predictor = _Predictor(
-            **kernel, points=estimator.components_, weights=estimator.normalization_.T,
-            bias=np.zeros(estimator.normalization_.shape[0]), link="identity",
-        )
-    else:  # SparseKernelPCA: L⁻¹ K(S, x) rotated is K(x, S) (L⁻ᵀ rotation_)
-        weights = solve_triangular(estimator._factor, estimator.rotation_, trans="T", lower=True)
-        predictor = _Predictor(
-            **kernel, points=estimator.support_vectors_, weights=weights, bias=np.zeros(weights.shape[1]),
-            link="identity",
-        )
+    described = _SPECS[type(estimator).__name__].describe(estimator)
+    weights = described.weights
+    if described.lower is not None:  # SparseKernelPCA: L⁻¹ K(S, x) rotated is K(x, S) (L⁻ᵀ rotation_)
+        weights = solve_triangular(described.lower, weights, trans="T", lower=True)
+    predictor = _Predictor(
+        **kernel, points=described.points, weights=weights, bias=described.bias, link=described.link,
+        classes=described.classes, slope=described.slope, offset=described.offset,
+    )
     predictor.points = np.asarray(predictor.points, dtype=np.float64).reshape(-1, estimator.n_features_in_)
     predictor.weights = np.asarray(predictor.weights, dtype=np.float64)
     predictor.bias = np.asarray(predictor.bias, dtype=np.float64)

@@ -2,8 +2,8 @@
 //! into a [`Model`].
 
 use super::{
-    invalid, Basis, ClassKind, Float, Model, Task, CHECKSUM, ESTIMATORS, FORMAT_VERSION, MAX_COUNT,
-    MAX_DEGREE,
+    estimator_predictor, invalid, Basis, ClassKind, EstimatorPredictor, Float, Model, Task,
+    CHECKSUM, ESTIMATORS, FORMAT_VERSION, MAX_COUNT, MAX_DEGREE,
 };
 use crate::error::Result;
 use crate::kernel::{Bases, Kernel};
@@ -37,11 +37,15 @@ impl Model {
             other => return Err(invalid(format!("gkfda_version is {}", show(other)))),
         };
         let estimator = match meta.get("estimator") {
-            Some(Value::String(e)) if ESTIMATORS.contains(&e.as_str()) => e.clone(),
-            other => {
+            Some(Value::String(e)) => estimator_predictor(e),
+            _ => None,
+        };
+        let estimator = match estimator {
+            Some(estimator) => estimator,
+            None => {
                 return Err(invalid(format!(
                     "estimator is {}; expected one of {}",
-                    show(other),
+                    show(meta.get("estimator")),
                     ESTIMATORS.join(", ")
                 )))
             }
@@ -71,10 +75,10 @@ impl Model {
             }
             None => return Err(invalid("state is missing")),
         };
-        let predictor = Predictor::parse(predictor, &estimator)?;
+        let predictor = Predictor::parse(predictor, estimator)?;
         check_priors(params.get("priors"), predictor.classes.len())?;
         let mut model = predictor.read(tensors)?;
-        model.estimator = estimator;
+        model.estimator = estimator.estimator.to_string();
         model.gkfda_version = gkfda_version;
         model.lean = lean;
         check_state(state, tensors)?;
@@ -148,28 +152,6 @@ const PREDICTOR_KEYS: [&str; 11] = [
     "classes",
 ];
 
-/// What each estimator's predictor is: its task, its links, the optional tensors it has.
-fn estimator_predictor(estimator: &str) -> (Task, &'static [Link], &'static [&'static str]) {
-    const CLASSIFIER: &[Link] = &[Link::Logistic, Link::Softmax, Link::Ovr];
-    match estimator {
-        "ParsimoniousKFDA" => (
-            Task::Classifier,
-            &[Link::Logistic, Link::Ovr],
-            &["predict.slope", "predict.offset"],
-        ),
-        "KernelMatchingPursuit" => (Task::Regressor, &[Link::Identity], &[]),
-        "GreedyNystroem" => (Task::Transformer, &[Link::Identity], &[]),
-        "SparseKernelPCA" => (Task::Transformer, &[Link::Identity], &["predict.lower"]),
-        "SparseKernelCCA" => (
-            Task::Transformer,
-            &[Link::Identity],
-            &["predict.lower", "predict.center"],
-        ),
-        // GreedyKFDA, GreedyKFDACV
-        _ => (Task::Classifier, CLASSIFIER, &[]),
-    }
-}
-
 /// `predictor.<key>`: an integer from `smallest` to [`MAX_COUNT`].
 fn count(p: &Map<String, Value>, key: &str, smallest: u64) -> Result<usize> {
     p.get(key)
@@ -198,7 +180,7 @@ fn number(p: &Map<String, Value>, key: &str) -> Result<f64> {
 }
 
 impl Predictor {
-    fn parse(p: &Map<String, Value>, estimator: &str) -> Result<Predictor> {
+    fn parse(p: &Map<String, Value>, expected: &EstimatorPredictor) -> Result<Predictor> {
         if let Some(key) = p.keys().find(|k| !PREDICTOR_KEYS.contains(&k.as_str())) {
             return Err(invalid(format!("predictor has an unknown key {key:?}")));
         }
@@ -212,35 +194,26 @@ impl Predictor {
                 show(other)
             ))),
         };
-        let task = match text("task")? {
-            "classifier" => Task::Classifier,
-            "regressor" => Task::Regressor,
-            "transformer" => Task::Transformer,
-            other => return Err(invalid(format!("predictor.task {other:?} is unknown"))),
-        };
-        let link = match text("link")? {
-            "logistic" => Link::Logistic,
-            "softmax" => Link::Softmax,
-            "ovr" => Link::Ovr,
-            "identity" => Link::Identity,
-            other => return Err(invalid(format!("predictor.link {other:?} is unknown"))),
-        };
-        let (expected_task, links, optional) = estimator_predictor(estimator);
-        if task != expected_task {
+        let task = text("task")?;
+        let task = Task::ALL
+            .into_iter()
+            .find(|t| t.name() == task)
+            .ok_or_else(|| invalid(format!("predictor.task {task:?} is unknown")))?;
+        let link = text("link")?;
+        let link = Link::from_name(link)
+            .map_err(|_| invalid(format!("predictor.link {link:?} is unknown")))?;
+        let estimator = expected.estimator;
+        if task != expected.task {
             return Err(invalid(format!(
                 "predictor.task is {:?}; a {estimator} is a {}",
-                text("task")?,
-                match expected_task {
-                    Task::Classifier => "classifier",
-                    Task::Regressor => "regressor",
-                    Task::Transformer => "transformer",
-                }
+                task.name(),
+                expected.task.name()
             )));
         }
-        if !links.contains(&link) {
+        if !expected.links.contains(&link) {
             return Err(invalid(format!(
                 "predictor.link {:?} is not a link of a {estimator}",
-                text("link")?
+                link.name()
             )));
         }
         let float = match text("dtype")? {
@@ -330,7 +303,7 @@ impl Predictor {
             n_outputs,
             class_kind,
             classes,
-            optional,
+            optional: expected.optional,
         })
     }
 
@@ -698,5 +671,77 @@ fn collect_references<'a>(value: &'a Value, out: &mut HashSet<&'a str>) {
             }
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::PREDICTORS;
+    use serde_json::json;
+
+    /// A `predictor` object of `task` and `link`, its outputs and classes as the link needs.
+    fn predictor_json(task: Task, link: Link) -> Map<String, Value> {
+        let (n_outputs, classes) = match link {
+            Link::Logistic => (1, json!({"kind": "int", "values": [0, 1]})),
+            Link::Softmax | Link::Ovr => (3, json!({"kind": "int", "values": [0, 1, 2]})),
+            Link::Identity => (1, Value::Null),
+        };
+        let value = json!({
+            "task": task.name(), "kernel": "rbf", "gamma": 0.5, "degree": 3, "coef0": 0.0,
+            "dtype": "float64", "n_features": 2, "n_bases": 1, "n_outputs": n_outputs,
+            "link": link.name(), "classes": classes,
+        });
+        value.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn predictors_table_agrees_with_the_checks() {
+        assert_eq!(
+            ESTIMATORS.to_vec(),
+            PREDICTORS.iter().map(|p| p.estimator).collect::<Vec<_>>()
+        );
+        let distinct: HashSet<_> = ESTIMATORS.iter().collect();
+        assert_eq!(distinct.len(), ESTIMATORS.len());
+        let links = [Link::Identity, Link::Logistic, Link::Softmax, Link::Ovr];
+        for expected in &PREDICTORS {
+            assert_eq!(estimator_predictor(expected.estimator), Some(expected));
+            assert!(!expected.links.is_empty(), "{}", expected.estimator);
+            // What `read` knows as optional tensors.
+            for name in expected.optional {
+                assert!(
+                    [
+                        "predict.lower",
+                        "predict.center",
+                        "predict.slope",
+                        "predict.offset"
+                    ]
+                    .contains(name),
+                    "{}: {name}",
+                    expected.estimator
+                );
+            }
+            for link in links {
+                let parsed = Predictor::parse(&predictor_json(expected.task, link), expected);
+                assert_eq!(
+                    parsed.is_ok(),
+                    expected.links.contains(&link),
+                    "{} with link {}",
+                    expected.estimator,
+                    link.name()
+                );
+            }
+            for task in Task::ALL {
+                let link = expected.links[0];
+                let parsed = Predictor::parse(&predictor_json(task, link), expected);
+                assert_eq!(
+                    parsed.is_ok(),
+                    task == expected.task,
+                    "{}",
+                    expected.estimator
+                );
+            }
+        }
+        assert!(estimator_predictor("SVC").is_none());
     }
 }

@@ -58,16 +58,83 @@ pub const MAX_DEGREE: u64 = i32::MAX as u64;
 pub const MAX_DIMENSIONS: usize = 4;
 /// The one version of the format this reader knows.
 pub const FORMAT_VERSION: u64 = 1;
-/// The estimators whose files this reader accepts (the `estimator` key).
-pub const ESTIMATORS: [&str; 7] = [
-    "GreedyKFDA",
-    "GreedyKFDACV",
-    "ParsimoniousKFDA",
-    "KernelMatchingPursuit",
-    "GreedyNystroem",
-    "SparseKernelPCA",
-    "SparseKernelCCA",
+/// What one estimator's predictor is: its task, the links it may have and the optional
+/// `predict.*` tensors it always has (`docs/model-format.md`, "The predictor").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EstimatorPredictor {
+    /// The class that writes it (the `estimator` key).
+    pub estimator: &'static str,
+    pub task: Task,
+    pub links: &'static [Link],
+    /// Beyond the points (or columns), weights and bias every predictor has.
+    pub optional: &'static [&'static str],
+}
+
+const CLASSIFIER_LINKS: &[Link] = &[Link::Logistic, Link::Softmax, Link::Ovr];
+
+/// Each estimator's predictor: the one table of them, which this reader checks a file by and
+/// the Python reader reads through the binding (`_core.estimator_predictors`).
+pub const PREDICTORS: [EstimatorPredictor; 7] = [
+    EstimatorPredictor {
+        estimator: "GreedyKFDA",
+        task: Task::Classifier,
+        links: CLASSIFIER_LINKS,
+        optional: &[],
+    },
+    EstimatorPredictor {
+        estimator: "GreedyKFDACV",
+        task: Task::Classifier,
+        links: CLASSIFIER_LINKS,
+        optional: &[],
+    },
+    EstimatorPredictor {
+        estimator: "ParsimoniousKFDA",
+        task: Task::Classifier,
+        links: &[Link::Logistic, Link::Ovr],
+        optional: &["predict.slope", "predict.offset"],
+    },
+    EstimatorPredictor {
+        estimator: "KernelMatchingPursuit",
+        task: Task::Regressor,
+        links: &[Link::Identity],
+        optional: &[],
+    },
+    EstimatorPredictor {
+        estimator: "GreedyNystroem",
+        task: Task::Transformer,
+        links: &[Link::Identity],
+        optional: &[],
+    },
+    EstimatorPredictor {
+        estimator: "SparseKernelPCA",
+        task: Task::Transformer,
+        links: &[Link::Identity],
+        optional: &["predict.lower"],
+    },
+    EstimatorPredictor {
+        estimator: "SparseKernelCCA",
+        task: Task::Transformer,
+        links: &[Link::Identity],
+        optional: &["predict.lower", "predict.center"],
+    },
 ];
+
+/// The estimators whose files this reader accepts (the `estimator` key), in the order of
+/// [`PREDICTORS`].
+pub const ESTIMATORS: [&str; PREDICTORS.len()] = {
+    let mut names = [""; PREDICTORS.len()];
+    let mut i = 0;
+    while i < names.len() {
+        names[i] = PREDICTORS[i].estimator;
+        i += 1;
+    }
+    names
+};
+
+/// The predictor of `estimator`, if this reader knows it.
+pub fn estimator_predictor(estimator: &str) -> Option<&'static EstimatorPredictor> {
+    PREDICTORS.iter().find(|p| p.estimator == estimator)
+}
 
 /// What a model predicts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +145,19 @@ pub enum Task {
     Regressor,
     /// Features ([`Model::transform`]).
     Transformer,
+}
+
+impl Task {
+    pub const ALL: [Task; 3] = [Task::Classifier, Task::Regressor, Task::Transformer];
+
+    /// The name a file's `predictor.task` holds.
+    pub fn name(self) -> &'static str {
+        match self {
+            Task::Classifier => "classifier",
+            Task::Regressor => "regressor",
+            Task::Transformer => "transformer",
+        }
+    }
 }
 
 /// The floating-point type of a model's kernel values (`dtype`).

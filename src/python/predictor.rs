@@ -1,15 +1,17 @@
 //! `gkfda._core.Predictor`: a model file read by the Rust reader and served through
 //! [`Model`], without the estimators (and so without scikit-learn) in the process; and
-//! the Rust reader's verdict on a file's bytes, for the tests.
+//! the Rust reader's verdict on a file's bytes, for the tests; and the table of each
+//! estimator's predictor, which the Python reader checks a file by.
 
 use crate::error::Error;
 use crate::link::Link;
-use crate::model::{ClassKind, Model, Task};
+use crate::model::{ClassKind, Model, Task, PREDICTORS};
 use numpy::{
     IntoPyArray, PyArrayDescrMethods, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods,
 };
 use pyo3::exceptions::{PyAttributeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
 use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
@@ -31,14 +33,6 @@ pub(crate) struct Predictor {
 struct Rows<'a> {
     values: Cow<'a, [f64]>,
     n_rows: usize,
-}
-
-fn task_name(task: Task) -> &'static str {
-    match task {
-        Task::Classifier => "classifier",
-        Task::Regressor => "regressor",
-        Task::Transformer => "transformer",
-    }
 }
 
 /// `state.feature_names_in_` of the metadata, when it is `n_features` strings (as
@@ -210,7 +204,7 @@ impl Predictor {
         }
         Err(PyAttributeError::new_err(format!(
             "{method}: this model is a {} ({}); it has no {method}",
-            task_name(model.task()),
+            model.task().name(),
             model.estimator()
         )))
     }
@@ -282,7 +276,7 @@ impl Predictor {
     /// ``"classifier"``, ``"regressor"`` or ``"transformer"``.
     #[getter]
     fn task(&self) -> &'static str {
-        task_name(self.model().task())
+        self.model().task().name()
     }
 
     /// The estimator that wrote the file, e.g. ``"GreedyKFDA"``.
@@ -410,7 +404,7 @@ impl Predictor {
         format!(
             "Predictor({}, {}, n_features_in_={}, n_bases={}, n_threads={})",
             model.estimator(),
-            task_name(model.task()),
+            model.task().name(),
             model.n_features(),
             model.n_bases(),
             model.n_threads()
@@ -430,7 +424,7 @@ fn read_model_bytes(
     let model = py.detach(|| Model::from_bytes(data))?;
     Ok((
         model.estimator().to_string(),
-        task_name(model.task()).to_string(),
+        model.task().name().to_string(),
         model.n_features(),
         model.n_bases(),
         model.n_outputs(),
@@ -438,8 +432,25 @@ fn read_model_bytes(
     ))
 }
 
-/// Adds `Predictor` and `read_model_bytes` to `_core`.
+/// Each estimator's predictor, as the Rust reader checks it (`crate::model::PREDICTORS`):
+/// `{estimator: (task, links, optional tensors)}`, the names as a file holds them.
+#[pyfunction]
+fn estimator_predictors(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let table = PyDict::new(py);
+    for predictor in &PREDICTORS {
+        let links = PyTuple::new(py, predictor.links.iter().map(|link| link.name()))?;
+        let optional = PyTuple::new(py, predictor.optional)?;
+        table.set_item(
+            predictor.estimator,
+            (predictor.task.name(), links, optional),
+        )?;
+    }
+    Ok(table)
+}
+
+/// Adds `Predictor`, `read_model_bytes` and `estimator_predictors` to `_core`.
 pub(super) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Predictor>()?;
-    module.add_function(wrap_pyfunction!(read_model_bytes, module)?)
+    module.add_function(wrap_pyfunction!(read_model_bytes, module)?)?;
+    module.add_function(wrap_pyfunction!(estimator_predictors, module)?)
 }

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from .. import _core
 from .._kernels import canonical_kernel, kernel_parameters
 from ..estimator import GreedyKFDA
 from ..model_selection import GreedyKFDACV
@@ -225,16 +226,9 @@ def _check_params_agree(params, predictor, where):
 
 _PREDICTOR_KEYS = ("task", "kernel", "gamma", "degree", "coef0", "dtype", "n_features", "n_bases", "n_outputs",
                    "link", "classes")
-# What each estimator's predictor is: task, links, and the optional tensors it has.
-_PREDICTORS = {
-    "GreedyKFDA": ("classifier", ("logistic", "softmax", "ovr"), ()),
-    "GreedyKFDACV": ("classifier", ("logistic", "softmax", "ovr"), ()),
-    "ParsimoniousKFDA": ("classifier", ("logistic", "ovr"), ("slope", "offset")),
-    "KernelMatchingPursuit": ("regressor", ("identity",), ()),
-    "GreedyNystroem": ("transformer", ("identity",), ()),
-    "SparseKernelPCA": ("transformer", ("identity",), ("lower",)),
-    "SparseKernelCCA": ("transformer", ("identity",), ("lower", "center")),
-}
+# What each estimator's predictor is: task, links, and the optional tensors it has; the
+# Rust reader's table, the one both readers check a file by.
+_PREDICTORS = _core.estimator_predictors()
 
 
 def _checked_predictor(meta, tensors, budget):
@@ -270,8 +264,9 @@ def _checked_predictor(meta, tensors, budget):
         "predict.weights": ("F64", (k, outputs)),
         "predict.bias": ("F64", (outputs,)),
     }
-    optional = {"lower": (k, k), "center": (k,), "slope": (outputs,), "offset": (outputs,)}
-    shapes.update({f"predict.{name}": ("F64", optional[name]) for name in extra})
+    optional = {"predict.lower": (k, k), "predict.center": (k,), "predict.slope": (outputs,),
+                "predict.offset": (outputs,)}
+    shapes.update({name: ("F64", optional[name]) for name in extra})
     for name, (dtype, shape) in shapes.items():
         if name not in tensors:
             raise _Invalid(f"tensor {name}: missing")
@@ -288,7 +283,7 @@ def _checked_predictor(meta, tensors, budget):
             raise _Invalid(f"tensor predict.columns: indices must be in [0, {n_features})")
         if len(np.unique(columns)) != k:
             raise _Invalid("tensor predict.columns: indices repeat")
-    if "lower" in extra:
+    if "predict.lower" in extra:
         lower = tensors["predict.lower"]
         if np.triu(lower, 1).any() or not (np.diagonal(lower) > 0).all():
             raise _Invalid("tensor predict.lower: not lower triangular with a positive diagonal")

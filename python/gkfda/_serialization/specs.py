@@ -2,62 +2,43 @@
 
 from __future__ import annotations
 
-import math
+from dataclasses import dataclass
+from typing import Any, Optional
 
 import numpy as np
 
-from .._kernels import portable_kernel
 from ..estimator import GreedyKFDA
 from ..model_selection import GreedyKFDACV
 from ..parsimonious import ParsimoniousKFDA
 from ..pursuit import GreedyNystroem, KernelMatchingPursuit, SparseKernelCCA, SparseKernelPCA
-from ._common import _Invalid, _KINDS, _OPTIONAL, _params
-from .layout import _is_unicode
+from ._common import _Invalid, _OPTIONAL, _params
 from .state import _check_expansion, _check_greedy_state, _check_parsimonious_state, _check_pursuit_state, _indices
 
 
 # -- the estimators -------------------------------------------------------------------
 
 
-def _classes(classes):
-    """The predictor's ``classes``: kind and values."""
-    kind = _KINDS.get(classes.dtype.kind)
-    values = classes.tolist()
-    if kind is None or kind == "str" and not all(isinstance(value, str) for value in values):
-        raise ValueError(f"classes_: labels of {classes.dtype} cannot be written to a model file")
-    if kind == "str":
-        for value in values:
-            if not _is_unicode(value):
-                raise ValueError(f"classes_: the label {value!r} is not valid Unicode (it holds a lone surrogate) "
-                                 "and cannot be written to a model file, whose text is UTF-8")
-    if kind == "float" and not all(math.isfinite(value) for value in values):
-        raise ValueError("classes_: a label is not finite")
-    return {"kind": kind, "values": values}
+@dataclass(frozen=True)
+class PredictorArrays:
+    """An estimator's predictor (``docs/model-format.md``, "The predictor") as its own
+    arrays, unconverted: the kernel values against ``points`` (a precomputed kernel: the
+    input's ``columns``), through ``lower⁻¹`` and less ``center`` when given, then
+    ``z = slope ∘ (v · weights + bias) + offset`` and the ``link``. Which arrays of an
+    estimator these are is said here only, by its spec's ``describe``: the model file's
+    writer writes them and the ONNX export computes them."""
 
-
-def _predictor(writer, model, *, task, dtype, n_bases, weights, bias, link, classes=None, columns=None,
-               points=None, lower=None, center=None, slope=None, offset=None):
-    """The ``predictor`` metadata, its tensors written."""
-    precomputed = model.kernel == "precomputed"
-    if precomputed:
-        writer.add("predict.columns", np.asarray(columns, dtype=np.int64))
-    else:
-        writer.add("predict.points", np.asarray(points, dtype=dtype))
-    weights = np.asarray(weights, dtype=np.float64)
-    for name, array in (("lower", lower), ("center", center), ("weights", weights), ("bias", bias),
-                        ("slope", slope), ("offset", offset)):
-        if array is not None:
-            writer.add(f"predict.{name}", np.asarray(array, dtype=np.float64))
-    return {
-        "task": task,
-        **portable_kernel(model, model._gamma, "saved to a model file"),
-        "dtype": np.dtype(dtype).name,
-        "n_features": int(model.n_features_in_),
-        "n_bases": int(n_bases),
-        "n_outputs": int(weights.shape[1]),
-        "link": link,
-        "classes": None if classes is None else _classes(classes),
-    }
+    task: str  # "classifier", "regressor" or "transformer"
+    link: str  # "logistic", "softmax", "ovr" or "identity"
+    dtype: Any  # the points' and the kernel's
+    weights: np.ndarray  # (n_bases, n_outputs)
+    bias: np.ndarray  # (n_outputs,)
+    points: Optional[np.ndarray] = None  # (n_bases, n_features); a named kernel's
+    columns: Optional[np.ndarray] = None  # (n_bases,); a precomputed kernel's
+    classes: Optional[np.ndarray] = None  # a classifier's labels
+    lower: Optional[np.ndarray] = None
+    center: Optional[np.ndarray] = None
+    slope: Optional[np.ndarray] = None
+    offset: Optional[np.ndarray] = None
 
 
 def _optional(estimator, attributes):
@@ -77,7 +58,8 @@ class _Spec:
     #: Lean state: the attributes prediction reads that the predictor does not hold.
     lean = ()
 
-    def predictor(self, model, writer):
+    def describe(self, model) -> PredictorArrays:
+        """The predictor of the fitted ``model``."""
         raise NotImplementedError
 
     def state(self, estimator, writer, lean):
@@ -95,14 +77,11 @@ class _GreedyKFDASpec(_Spec):
             "_support_points")
     lean = ("classes_",)
 
-    def predictor(self, model, writer):
-        n_classes = len(model.classes_)
-        link = "logistic" if n_classes == 2 else "softmax" if model._shared_multiclass() else "ovr"
-        weights = model._expansion_weights
-        return _predictor(
-            writer, model, task="classifier", dtype=model._dtype(), n_bases=len(weights), weights=weights,
-            bias=model._expansion_bias, link=link, classes=model.classes_,
-            columns=model.__dict__.get("_union_support"), points=model.__dict__.get("_union_points"),
+    def describe(self, model):
+        return PredictorArrays(
+            task="classifier", link=model._link(), dtype=model._dtype(), weights=model._expansion_weights,
+            bias=model._expansion_bias, points=model.__dict__.get("_union_points"),
+            columns=model.__dict__.get("_union_support"), classes=model.classes_,
         )
 
     def build(self, params, state, tensors, predictor, lean):
@@ -133,8 +112,9 @@ class _GreedyKFDACVSpec(_Spec):
             "gammas_", "n_splits_")
     lean = ("classes_", "best_estimator_")
 
-    def predictor(self, model, writer):
-        return _SPECS["GreedyKFDA"].predictor(model, writer)
+    def describe(self, model):
+        """The refitted model's predictor (``model`` is the search's ``best_estimator_``)."""
+        return _SPECS["GreedyKFDA"].describe(model)
 
     def state(self, estimator, writer, lean):
         attributes = _optional(estimator, {name: estimator.__dict__[name] for name in (self.lean if lean else self.full)})
@@ -160,11 +140,11 @@ class _ParsimoniousSpec(_Spec):
     derived = ("support_", "support_vectors_", "dual_coef_", "n_iter_", "objective_", "intercept_", "theta_")
     lean = ("classes_", "_union")
 
-    def predictor(self, model, writer):
-        return _predictor(
-            writer, model, task="classifier", dtype=np.float64, n_bases=len(model._union), weights=model._weights,
-            bias=model._bias, link="logistic" if len(model.classes_) == 2 else "ovr", classes=model.classes_,
-            columns=model._union, points=model._union_points, slope=model._slope, offset=model._offset,
+    def describe(self, model):
+        return PredictorArrays(
+            task="classifier", link="logistic" if len(model.classes_) == 2 else "ovr", dtype=np.float64,
+            weights=model._weights, bias=model._bias, points=model._union_points, columns=model._union,
+            classes=model.classes_, slope=model._slope, offset=model._offset,
         )
 
     def build(self, params, state, tensors, predictor, lean):
@@ -223,11 +203,11 @@ class _MatchingPursuitSpec(_PursuitSpec):
     full = ("support_", "support_vectors_", "k_", "pursuit_scores_", "stopped_early_", "n_samples_fit_")
     lean = ("support_",)
 
-    def predictor(self, model, writer):
-        return _predictor(
-            writer, model, task="regressor", dtype=model._dtype(), n_bases=len(model.support_),
-            weights=np.asarray(model.coef_).reshape(-1, 1), bias=np.array([model.intercept_], dtype=np.float64),
-            link="identity", columns=model.support_, points=model.support_vectors_,
+    def describe(self, model):
+        return PredictorArrays(
+            task="regressor", link="identity", dtype=model._dtype(), weights=np.asarray(model.coef_).reshape(-1, 1),
+            bias=np.array([model.intercept_], dtype=np.float64), points=model.support_vectors_,
+            columns=model.support_,
         )
 
     def finish(self, model, tensors, predictor):
@@ -241,11 +221,10 @@ class _PCASpec(_PursuitSpec):
             "stopped_early_", "_trace", "_largest_self_kernel", "n_samples_fit_")
     lean = ("support_",)
 
-    def predictor(self, model, writer):
-        k = len(model.support_)
-        return _predictor(
-            writer, model, task="transformer", dtype=model._dtype(), n_bases=k, weights=model.rotation_,
-            bias=np.zeros(k), link="identity", columns=model.support_, points=model.support_vectors_,
+    def describe(self, model):
+        return PredictorArrays(
+            task="transformer", link="identity", dtype=model._dtype(), weights=model.rotation_,
+            bias=np.zeros(len(model.support_)), points=model.support_vectors_, columns=model.support_,
             lower=model._factor,
         )
 
@@ -262,11 +241,11 @@ class _CCASpec(_PursuitSpec):
     # transform(X, y) and score read the second view too.
     lean = ("support_", "y_support_vectors_", "y_weights_", "n_features_y_", "_y_gamma", "_y_factor", "_y_mean")
 
-    def predictor(self, model, writer):
-        return _predictor(
-            writer, model, task="transformer", dtype=model._dtype(), n_bases=len(model.support_),
-            weights=model.x_weights_, bias=np.zeros(model.x_weights_.shape[1]), link="identity",
-            columns=model.support_, points=model.x_support_vectors_, lower=model._x_factor, center=model._x_mean,
+    def describe(self, model):
+        return PredictorArrays(
+            task="transformer", link="identity", dtype=model._dtype(), weights=model.x_weights_,
+            bias=np.zeros(model.x_weights_.shape[1]), points=model.x_support_vectors_, columns=model.support_,
+            lower=model._x_factor, center=model._x_mean,
         )
 
     def finish(self, model, tensors, predictor):
@@ -282,11 +261,11 @@ class _NystroemSpec(_PursuitSpec):
     full = ("components_", "component_indices_", "n_components_", "stopped_early_", "normalization_")
     lean = ("component_indices_",)
 
-    def predictor(self, model, writer):
-        k = len(model.component_indices_)
-        return _predictor(
-            writer, model, task="transformer", dtype=model._dtype(), n_bases=k, weights=model.normalization_.T,
-            bias=np.zeros(k), link="identity", columns=model.component_indices_, points=model.components_,
+    def describe(self, model):
+        return PredictorArrays(
+            task="transformer", link="identity", dtype=model._dtype(), weights=model.normalization_.T,
+            bias=np.zeros(len(model.component_indices_)), points=model.components_,
+            columns=model.component_indices_,
         )
 
     def _points(self, model):

@@ -17,9 +17,9 @@ from ..bounds import FeatureMoments
 from .._validation import check_full_state
 from ..estimator import _IndexedRows
 from ..model_selection import GreedyKFDACV
-from ._common import CHECKSUM, FORMAT, FORMAT_VERSION, _CAST_DTYPES, _DTYPE_NAMES, _SCALARS, _params, _plain
+from ._common import CHECKSUM, FORMAT, FORMAT_VERSION, _CAST_DTYPES, _DTYPE_NAMES, _KINDS, _SCALARS, _params, _plain
 from ._common import _Invalid
-from .layout import _check_unicode, _sealed
+from .layout import _check_unicode, _is_unicode, _sealed
 from .specs import _SPECS
 
 
@@ -79,7 +79,7 @@ def save(estimator, path, *, lean=False):
     if not lean:
         check_full_state(model, "save(lean=False)")
     writer = _Writer()
-    predictor = spec.predictor(model, writer)
+    predictor = _write_predictor(writer, model, spec.describe(model))
     state = spec.state(estimator, writer, lean)
     metadata = {
         "format": FORMAT,
@@ -114,6 +114,45 @@ def _spec_of(estimator):
         names = ", ".join(_SPECS)
         raise TypeError(f"estimator: must be one of gkfda's {names}; got {type(estimator).__name__}")
     return spec
+
+
+def _write_predictor(writer, model, predictor):
+    """The ``predictor`` metadata of ``model``, described by ``predictor``, its tensors written."""
+    if model.kernel == "precomputed":
+        writer.add("predict.columns", np.asarray(predictor.columns, dtype=np.int64))
+    else:
+        writer.add("predict.points", np.asarray(predictor.points, dtype=predictor.dtype))
+    weights = np.asarray(predictor.weights, dtype=np.float64)
+    for name, array in (("lower", predictor.lower), ("center", predictor.center), ("weights", weights),
+                        ("bias", predictor.bias), ("slope", predictor.slope), ("offset", predictor.offset)):
+        if array is not None:
+            writer.add(f"predict.{name}", np.asarray(array, dtype=np.float64))
+    return {
+        "task": predictor.task,
+        **portable_kernel(model, model._gamma, "saved to a model file"),
+        "dtype": np.dtype(predictor.dtype).name,
+        "n_features": int(model.n_features_in_),
+        "n_bases": int(weights.shape[0]),
+        "n_outputs": int(weights.shape[1]),
+        "link": predictor.link,
+        "classes": None if predictor.classes is None else _classes(predictor.classes),
+    }
+
+
+def _classes(classes):
+    """The predictor's ``classes``: kind and values."""
+    kind = _KINDS.get(classes.dtype.kind)
+    values = classes.tolist()
+    if kind is None or kind == "str" and not all(isinstance(value, str) for value in values):
+        raise ValueError(f"classes_: labels of {classes.dtype} cannot be written to a model file")
+    if kind == "str":
+        for value in values:
+            if not _is_unicode(value):
+                raise ValueError(f"classes_: the label {value!r} is not valid Unicode (it holds a lone surrogate) "
+                                 "and cannot be written to a model file, whose text is UTF-8")
+    if kind == "float" and not all(math.isfinite(value) for value in values):
+        raise ValueError("classes_: a label is not finite")
+    return {"kind": kind, "values": values}
 
 
 class _Writer:
