@@ -129,6 +129,11 @@ pub(crate) const FACTOR_BLOCK_ROWS: usize = 1024;
 /// no sum depends on the thread count (no measurement recorded).
 pub(crate) const SPARSE_FACTOR_BLOCK_FEATURES: usize = 256;
 
+/// Ranges of features a thread gets in a sparse factor's quadratic forms, each of about equal
+/// work (the rows of `G = X'WX` of frequent features cost the most): enough that work
+/// stealing evens out what the estimate misses.
+pub(crate) const SPARSE_FACTOR_BLOCKS_PER_THREAD: usize = 16;
+
 // --- Thread pools (src/pool.rs) ---
 
 /// Pools kept at once. A caller that cycles through many thread counts (one `n_jobs` per

@@ -13,7 +13,9 @@
 use crate::csr::CsrView;
 use crate::error::{try_zeroed, Result};
 use crate::real::Real;
-use crate::tuning::{FACTOR_BLOCK_ROWS, SPARSE_FACTOR_BLOCK_FEATURES};
+use crate::tuning::{
+    FACTOR_BLOCK_ROWS, SPARSE_FACTOR_BLOCKS_PER_THREAD, SPARSE_FACTOR_BLOCK_FEATURES,
+};
 use rayon::prelude::*;
 
 /// `Φ = X` of CSR rows, with its transpose: the operator of `XX'`
@@ -185,15 +187,20 @@ impl<'a, F: Real> SparseFactor<'a, F> {
     pub fn column_forms(&self, pool: &rayon::ThreadPool, weights: Option<&[F]>) -> Vec<F> {
         let n_features = self.features();
         let values = self.rows.values();
-        let n_blocks = n_features.div_ceil(SPARSE_FACTOR_BLOCK_FEATURES);
+        let blocks = self.blocks_of_equal_work(pool.current_num_threads());
         let shares: Vec<Vec<f64>> = pool.install(|| {
-            (0..n_blocks)
-                .into_par_iter()
+            blocks
+                .par_windows(2)
                 .map_init(
-                    || vec![0.0f64; n_features],
-                    |gram_row, block| {
-                        let features = block * SPARSE_FACTOR_BLOCK_FEATURES
-                            ..((block + 1) * SPARSE_FACTOR_BLOCK_FEATURES).min(n_features);
+                    || {
+                        (
+                            vec![0.0f64; n_features],
+                            vec![false; n_features],
+                            Vec::new(),
+                        )
+                    },
+                    |(gram_row, stored, touched), block| {
+                        let features = block[0]..block[1];
                         let places =
                             self.feature_starts[features.start]..self.feature_starts[features.end];
                         let mut shares = Vec::with_capacity(places.len());
@@ -204,8 +211,12 @@ impl<'a, F: Real> SparseFactor<'a, F> {
                                 let weight = weights.map_or(1.0, |w| w[row].as_f64());
                                 let scale = weight * self.entry_values[place].as_f64();
                                 for at in self.rows.entries(row) {
-                                    gram_row[self.feature_of_entry[at]] +=
-                                        scale * values[at].as_f64();
+                                    let b = self.feature_of_entry[at];
+                                    gram_row[b] += scale * values[at].as_f64();
+                                    if !stored[b] {
+                                        stored[b] = true;
+                                        touched.push(b);
+                                    }
                                 }
                             }
                             for place in column.clone() {
@@ -219,10 +230,11 @@ impl<'a, F: Real> SparseFactor<'a, F> {
                                     .sum();
                                 shares.push(self.entry_values[place].as_f64() * dot);
                             }
-                            for place in column {
-                                for at in self.rows.entries(self.entry_rows[place]) {
-                                    gram_row[self.feature_of_entry[at]] = 0.0;
-                                }
+                            // Cleared by the list of what the row touched: a frequent
+                            // feature's rows hold far more entries than there are features.
+                            for b in touched.drain(..) {
+                                gram_row[b] = 0.0;
+                                stored[b] = false;
                             }
                         }
                         shares
@@ -241,6 +253,35 @@ impl<'a, F: Real> SparseFactor<'a, F> {
                 F::from_f64(form)
             })
             .collect()
+    }
+
+    /// The bounds of ranges of features whose rows of `G` cost about alike (feature `f`'s
+    /// costs the stored entries of the rows that store it: a frequent feature's is large),
+    /// about `SPARSE_FACTOR_BLOCKS_PER_THREAD` ranges a thread, fixed by the matrix alone.
+    fn blocks_of_equal_work(&self, threads: usize) -> Vec<usize> {
+        let work: Vec<usize> = (0..self.features())
+            .map(|f| {
+                (self.feature_starts[f]..self.feature_starts[f + 1])
+                    .map(|place| self.rows.entries(self.entry_rows[place]).len())
+                    .sum()
+            })
+            .collect();
+        let total: usize = work.iter().sum();
+        let wanted = (threads.max(1) * SPARSE_FACTOR_BLOCKS_PER_THREAD).max(1);
+        let share = total.div_ceil(wanted).max(1);
+        let mut bounds = vec![0];
+        let mut load = 0;
+        for (f, w) in work.iter().enumerate() {
+            load += w;
+            if load >= share {
+                bounds.push(f + 1);
+                load = 0;
+            }
+        }
+        if bounds.last() != Some(&self.features()) {
+            bounds.push(self.features());
+        }
+        bounds
     }
 
     /// Bytes one product reads: the entries twice, with their indices.
