@@ -157,6 +157,56 @@ def test_prepared_points_give_the_kernel_against_them(kernel, degree, dtype):
         prepared.kernel(dense[:3, :19])
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_prepared_points_give_the_expansion_of_kernel_expansion(dtype):
+    X, y = sparse_data()
+    points = np.ascontiguousarray(X[:12], dtype=dtype)
+    weights, bias = np.random.default_rng(0).normal(size=(12, 3)), np.array([0.5, -1.0, 2.0])
+    params = core_params("rbf")
+    prepared = _core.PreparedPoints(points, **params)
+    for rows in (as_csr(X, dtype=dtype), np.ascontiguousarray(X, dtype=dtype)):
+        for link in ("identity", "softmax", "ovr"):
+            expected = _core.kernel_expansion(rows, points, weights, bias, link=link, **params)
+            values = prepared.expansion(rows, weights, bias, link=link, n_threads=2)
+            if sparse.issparse(rows):  # the same arithmetic, bit for bit
+                np.testing.assert_array_equal(values, expected)
+            else:
+                np.testing.assert_allclose(values, expected, rtol=VALUE_RTOL[dtype], atol=VALUE_RTOL[dtype])
+    with pytest.raises(ValueError, match=r"weights: shape \(5, 3\) does not match 12 bases"):
+        prepared.expansion(as_csr(X, dtype=dtype), weights[:5], bias)
+    with pytest.raises(TypeError, match="X: must be 2-D"):
+        prepared.expansion(as_csr(X, dtype=np.float32 if dtype == np.float64 else np.float64), weights, bias)
+
+
+def test_a_model_indexes_its_bases_once_for_sparse_predictions(monkeypatch):
+    from gkfda import _kernels
+
+    X, y = sparse_data()
+    S = as_csr(X)
+    model = GreedyKFDA(k=8, gamma=0.05).fit(X, y)
+    made = []
+    real = _core.PreparedPoints
+    monkeypatch.setattr(_core, "PreparedPoints", lambda *args, **kwargs: made.append(1) or real(*args, **kwargs))
+    first = model.decision_function(S)
+    for row in range(5):
+        np.testing.assert_array_equal(model.decision_function(S[row]), first[row:row + 1])
+    np.testing.assert_allclose(model.predict_proba(S), model.predict_proba(X), atol=1e-10)
+    assert len(made) == 1
+    pca = SparseKernelPCA(n_components=5, gamma=0.05).fit(X)
+    rows = np.vstack([pca.transform(S[row]) for row in range(5)])
+    np.testing.assert_allclose(rows, pca.transform(X[:5]), atol=1e-10)
+    assert len(made) == 2
+    other = copy.deepcopy(model)  # new arrays: indexed once more, and forgotten with them
+    other.decision_function(S)
+    assert len(made) == 3
+    key = id(other._union_points)
+    assert key in _kernels._PREPARED
+    del other
+    import gc
+    gc.collect()
+    assert key not in _kernels._PREPARED
+
+
 def test_the_core_refuses_a_csr_that_is_not_canonical():
     X, _ = sparse_data(m=30)
     with pytest.raises(ValueError, match=r"^X: row 0.s column indices are not strictly increasing"):

@@ -11,6 +11,7 @@ with one of those can be neither saved to a model file nor exported to ONNX."""
 from __future__ import annotations
 
 import re
+import weakref
 from numbers import Integral, Real
 
 import numpy as np
@@ -231,13 +232,40 @@ def _refuse_outputs(row, argument):
 _TRACED_ROWS = 1024
 
 
+# A model's bases indexed by feature for sparse rows (`_core.PreparedPoints`), kept while
+# their array lives, at most `_PREPARED_LIMIT` of them: indexing k dense bases of width d
+# costs O(k·d), which would be nearly all of a one-row prediction of wide sparse rows. The
+# key is the array itself (a fitted model never changes its bases' rows in place).
+_PREPARED = {}
+_PREPARED_LIMIT = 16
+
+
+def prepared_points(points, kernel, gamma, degree, coef0):
+    """``points`` indexed for sparse rows with the kernel's parameters, from the cache when
+    the same array was prepared with them before."""
+    params = dict(kernel=kernel, gamma=float(gamma), degree=int(degree), coef0=float(coef0))
+    key = id(points)
+    cached = _PREPARED.get(key)
+    if cached is not None and cached[0]() is points and cached[1] == params:
+        return cached[2]
+    prepared = _core.PreparedPoints(points, **params)
+    reference = weakref.ref(points, lambda _, key=key: _PREPARED.pop(key, None))
+    while len(_PREPARED) >= _PREPARED_LIMIT:
+        _PREPARED.pop(next(iter(_PREPARED)), None)
+    _PREPARED[key] = (reference, params, prepared)
+    return prepared
+
+
 def kernel_expansion(X, points, weights, bias, *, kernel, gamma, degree, coef0, link="identity", n_threads=1,
                      argument="X"):
     """The core's ``Σ_j weights[j] κ(x, points_j) + bias`` (or with ``link`` the class
-    probabilities) of the finite rows of ``X``. The core refuses outputs that are not finite
-    as an overflow of ``X``'s kernel values; where those are finite the model's outputs are
-    blamed instead."""
+    probabilities) of the finite rows of ``X`` (sparse rows against the points indexed once,
+    :func:`prepared_points`). The core refuses outputs that are not finite as an overflow of
+    ``X``'s kernel values; where those are finite the model's outputs are blamed instead."""
     try:
+        if sparse.issparse(X) and points.shape[0]:
+            prepared = prepared_points(points, kernel, gamma, degree, coef0)
+            return prepared.expansion(X, weights, bias, link=link, n_threads=n_threads)
         return _core.kernel_expansion(X, points, weights, bias, kernel=kernel, gamma=gamma, degree=degree,
                                       coef0=coef0, link=link, n_threads=n_threads)
     except ValueError as error:
@@ -343,10 +371,13 @@ def kernel_between(X, Z, kernel, params, dtype, threads, argument="X", rows=Fals
                 ) from None
         return K
     arrays = [_convert(X, dtype, argument)] + ([] if Z is None else [_convert(Z, dtype, argument)])
-    return _check_overflow(_core.kernel_matrix(
-        *arrays, kernel=name, gamma=params["gamma"], degree=params["degree"], coef0=float(params["coef0"]),
-        n_threads=threads,
-    ), argument)
+    core = dict(kernel=name, gamma=params["gamma"], degree=params["degree"], coef0=float(params["coef0"]))
+    if sparse.issparse(arrays[0]) and Z is not None and isinstance(arrays[1], np.ndarray) and len(arrays[1]):
+        # Sparse rows against a model's dense points (a transform): the points indexed once.
+        K = prepared_points(arrays[1], **core).kernel(arrays[0], n_threads=threads)
+    else:
+        K = _core.kernel_matrix(*arrays, **core, n_threads=threads)
+    return _check_overflow(K, argument)
 
 
 def kernel_diagonal(X, kernel, params, rows=False):

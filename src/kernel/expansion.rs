@@ -40,7 +40,7 @@ pub fn expansion_with_stop<F: Real>(
     stop: &AtomicBool,
 ) -> Result<Array2<f64>> {
     kernel.validate_for::<F>()?;
-    check_shapes(x.ncols(), basis, weights, bias)?;
+    check_shapes(x.ncols(), basis.dim(), weights, bias)?;
     expansion_prepared(
         x,
         &Bases::new(basis, kernel),
@@ -54,28 +54,24 @@ pub fn expansion_with_stop<F: Real>(
 
 /// Refuses rows of `width` features against `basis` of another width, or `weights` and
 /// `bias` that do not match the bases and each other.
-pub(super) fn check_shapes<F>(
+pub(super) fn check_shapes(
     width: usize,
-    basis: ArrayView2<F>,
+    (bases, bases_width): (usize, usize),
     weights: ArrayView2<f64>,
     bias: &[f64],
 ) -> Result<()> {
-    if width != basis.ncols() {
+    if width != bases_width {
         return Err(Error::invalid(
             "X",
-            format!(
-                "has {width} features but the model was fitted with {}",
-                basis.ncols()
-            ),
+            format!("has {width} features but the model was fitted with {bases_width}"),
         ));
     }
     let (k, classes) = weights.dim();
-    if k != basis.nrows() || bias.len() != classes {
+    if k != bases || bias.len() != classes {
         return Err(Error::invalid(
             "weights",
             format!(
-                "shape ({k}, {classes}) does not match {} bases and {} biases",
-                basis.nrows(),
+                "shape ({k}, {classes}) does not match {bases} bases and {} biases",
                 bias.len()
             ),
         ));

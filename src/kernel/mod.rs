@@ -28,8 +28,8 @@ pub use expansion::{expansion, expansion_with_stop};
 pub(crate) use expansion::{expansion_direct, expansion_prepared};
 pub(crate) use sparse::{cross_csr_prepared, pool_csr};
 pub use sparse::{
-    cross_rows_prepared, cross_rows_with_stop, expansion_rows_with_stop, gram_rows_into_with_stop,
-    Rows, SparseBases,
+    cross_rows_prepared, cross_rows_with_stop, expansion_rows_prepared, expansion_rows_with_stop,
+    gram_rows_into_with_stop, Rows, SparseBases,
 };
 
 /// A positive semi-definite kernel function.

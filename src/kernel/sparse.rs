@@ -394,26 +394,81 @@ pub fn expansion_rows_with_stop<F: Real>(
     n_threads: usize,
     stop: &AtomicBool,
 ) -> Result<Array2<f64>> {
-    let x = match x {
-        Rows::Dense(x) => {
-            return super::expansion_with_stop(*x, basis, weights, bias, kernel, n_threads, stop)
-        }
-        Rows::Csr(x) => x,
-    };
+    if let Rows::Dense(x) = x {
+        return super::expansion_with_stop(*x, basis, weights, bias, kernel, n_threads, stop);
+    }
     kernel.validate_for::<F>()?;
-    super::expansion::check_shapes(x.ncols(), basis, weights, bias)?;
+    super::expansion::check_shapes(x.ncols(), basis.dim(), weights, bias)?;
     let bases = SparseBases::from_dense(basis)?;
-    let norms = x.squared_norms();
+    expansion_rows_prepared(x, &bases, weights, bias, kernel, n_threads, stop)
+}
+
+/// [`expansion_rows_with_stop`] against points indexed once ([`SparseBases`]), for a caller
+/// that predicts many times with the same bases: a call then costs its rows' stored entries'
+/// share of the bases, not another index of them (O(k·d) for `k` dense bases of width `d`,
+/// which a one-row prediction of wide sparse rows would otherwise spend almost all its time on).
+/// Rows of either kind; the values are those of [`expansion_rows_with_stop`] of CSR rows.
+pub fn expansion_rows_prepared<F: Real>(
+    x: &Rows<'_, F>,
+    bases: &SparseBases,
+    weights: ArrayView2<'_, f64>,
+    bias: &[f64],
+    kernel: &Kernel,
+    n_threads: usize,
+    stop: &AtomicBool,
+) -> Result<Array2<f64>> {
+    kernel.validate_for::<F>()?;
+    super::expansion::check_shapes(x.ncols(), bases.shape(), weights, bias)?;
+    match x {
+        Rows::Csr(x) => expansion_of_stored(
+            |i| x.row(i),
+            x.nrows(),
+            &x.squared_norms(),
+            bases,
+            (weights, bias),
+            kernel,
+            (n_threads, stop),
+        ),
+        Rows::Dense(dense) => {
+            let stored = |i: usize| {
+                let row = dense.row(i);
+                (0..row.len())
+                    .map(move |f| (f, row[f]))
+                    .filter(|(_, v)| *v != F::zero())
+            };
+            expansion_of_stored(
+                stored,
+                dense.nrows(),
+                &dense_norms(*dense),
+                bases,
+                (weights, bias),
+                kernel,
+                (n_threads, stop),
+            )
+        }
+    }
+}
+
+/// The expansion of `n` rows given by their stored entries (`row(i)`), a block of rows a task,
+/// each kernel value rounded to `F`'s precision as the dense path's are.
+fn expansion_of_stored<F: Real, R: Iterator<Item = (usize, F)>>(
+    row: impl Fn(usize) -> R + Sync,
+    n: usize,
+    norms: &[f64],
+    bases: &SparseBases,
+    (weights, bias): (ArrayView2<'_, f64>, &[f64]),
+    kernel: &Kernel,
+    (n_threads, stop): (usize, &AtomicBool),
+) -> Result<Array2<f64>> {
     let classes = weights.ncols();
-    let buffer = try_zeroed::<f64>(x.nrows().saturating_mul(classes), "the decision values")?;
-    let mut out =
-        Array2::from_shape_vec((x.nrows(), classes), buffer).expect("length matches shape");
+    let buffer = try_zeroed::<f64>(n.saturating_mul(classes), "the decision values")?;
+    let mut out = Array2::from_shape_vec((n, classes), buffer).expect("length matches shape");
     let rows_per_block = crate::tuning::KERNEL_BLOCK_ROWS;
     let bias_row = ndarray::ArrayView1::from(bias);
     for_each_row_block(out.view_mut(), n_threads, stop, |b, mut out_block| {
         let first = b * rows_per_block;
         let mut values = Array2::<f64>::zeros((out_block.nrows(), bases.count));
-        bases.block_products(|i| x.row(i), first, 0, values.view_mut());
+        bases.block_products(&row, first, 0, values.view_mut());
         let norms = &norms[first..first + out_block.nrows()];
         kernel.map_block::<f64>(values.view_mut(), norms, &bases.norms);
         // Values rounded to F first, as the dense path's are.

@@ -122,17 +122,20 @@ fn expansion_typed<'py, F: Real + numpy::Element>(
             kernel::expansion_rows_with_stop(&rows, basis, weights, &bias, &kernel, n_threads, stop)
         })?,
     };
+    Ok(linked(py, result, link))
+}
+
+/// Decision values as NumPy gives them back: as they are, or through `link`.
+pub(super) fn linked(py: Python<'_>, values: Array2<f64>, link: Link) -> Bound<'_, PyAny> {
     if link == Link::Identity {
-        return Ok(result.into_pyarray(py).into_any());
+        return values.into_pyarray(py).into_any();
     }
-    let (rows, outputs) = result.dim();
-    let values = result.as_slice().expect("a new array is contiguous");
-    let probabilities = Array2::from_shape_vec(
-        (rows, link.width(outputs)),
-        link.apply_rows(values, outputs),
-    )
-    .expect("the link gives width values a row");
-    Ok(probabilities.into_pyarray(py).into_any())
+    let (rows, outputs) = values.dim();
+    let flat = values.as_slice().expect("a new array is contiguous");
+    let probabilities =
+        Array2::from_shape_vec((rows, link.width(outputs)), link.apply_rows(flat, outputs))
+            .expect("the link gives width values a row");
+    probabilities.into_pyarray(py).into_any()
 }
 
 /// Decision values `Σ_j weights[j, c] κ(x, basis_j) + bias[c]` of fitted models (float64),

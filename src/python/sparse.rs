@@ -3,11 +3,14 @@
 //! sparse formats are refused: the Python layer converts them to CSR first.
 
 use super::common::{kernel_call, parse_kernel};
+use super::kernels::linked;
 use crate::csr::{CsrView, Indices};
 use crate::error::Error;
 use crate::kernel::{self, Kernel, Rows, SparseBases};
+use crate::link::Link;
 use crate::operator::{KernelOperator, SparseFactor};
 use crate::real::Real;
+use ndarray::Array2;
 use numpy::{IntoPyArray, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -240,6 +243,59 @@ impl PreparedPoints {
                 py,
             )
         }
+    }
+
+    /// `Σ_j weights[j, c] κ(x, points_j) + bias[c]` of the rows `x` (CSR or dense, of the
+    /// points' dtype; float64 out), or with `link` the class probabilities: what
+    /// `kernel_expansion` gives with these points, without indexing them again.
+    #[pyo3(signature = (x, weights, bias, *, link="identity", n_threads=1))]
+    fn expansion<'py>(
+        &self,
+        x: &Bound<'py, PyAny>,
+        weights: PyReadonlyArray2<'py, f64>,
+        bias: PyReadonlyArray1<'py, f64>,
+        link: &str,
+        n_threads: usize,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        fn typed<'py, F: Real + numpy::Element>(
+            prepared: &PreparedPoints,
+            x: RowsArg<'py, F>,
+            (weights, bias): (PyReadonlyArray2<'py, f64>, Vec<f64>),
+            n_threads: usize,
+            py: Python<'py>,
+        ) -> PyResult<Array2<f64>> {
+            let rows = x.view("X")?;
+            let weights = weights.as_array();
+            let size = (x.stored(), prepared.bases.shape().0, 1);
+            kernel_call(py, size, |stop| {
+                kernel::expansion_rows_prepared(
+                    &rows,
+                    &prepared.bases,
+                    weights,
+                    &bias,
+                    &prepared.kernel,
+                    n_threads,
+                    stop,
+                )
+            })
+        }
+        let py = x.py();
+        let link = Link::from_name(link)?;
+        let bias = bias.as_array().to_vec();
+        let wrong = || {
+            PyTypeError::new_err(format!(
+                "X: must be 2-D {} rows like the points",
+                self.dtype
+            ))
+        };
+        let values = if self.dtype == "float64" {
+            let rows = RowsArg::<f64>::extract(x, "X")?.ok_or_else(wrong)?;
+            typed(self, rows, (weights, bias), n_threads, py)?
+        } else {
+            let rows = RowsArg::<f32>::extract(x, "X")?.ok_or_else(wrong)?;
+            typed(self, rows, (weights, bias), n_threads, py)?
+        };
+        Ok(linked(py, values, link))
     }
 
     /// `(number of points, their width)`.
