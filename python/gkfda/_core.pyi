@@ -365,3 +365,8 @@ def estimator_predictors() -> dict[str, tuple[str, tuple[str, ...], tuple[str, .
     """Each estimator's predictor as the readers check it: ``{estimator: (task, links,
     optional tensors)}``, e.g. ``"SparseKernelPCA": ("transformer", ("identity",),
     ("predict.lower",))``; the one table, the Rust reader's."""
+
+def model_format() -> dict[str, object]:
+    """The model file's constants as the Rust reader holds them: ``format``,
+    ``format_version``, ``checksum``, ``max_header_bytes``, ``max_count``, ``max_degree``,
+    ``metadata_keys`` and ``predictor_keys``; the Python reader and writer read them here."""

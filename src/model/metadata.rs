@@ -3,7 +3,8 @@
 
 use super::{
     estimator_predictor, invalid, Basis, ClassKind, EstimatorPredictor, Float, Model, Task,
-    CHECKSUM, ESTIMATORS, FORMAT_VERSION, MAX_COUNT, MAX_DEGREE,
+    CHECKSUM, ESTIMATORS, FORMAT, FORMAT_VERSION, MAX_COUNT, MAX_DEGREE, METADATA_KEYS,
+    PREDICTOR_KEYS,
 };
 use crate::error::Result;
 use crate::kernel::{Bases, Kernel};
@@ -20,8 +21,13 @@ impl Model {
             .as_object()
             .ok_or_else(|| invalid("the metadata is not a JSON object"))?;
         match meta.get("format") {
-            Some(Value::String(f)) if f == "gkfda" => {}
-            other => return Err(invalid(format!("format is {}, not \"gkfda\"", show(other)))),
+            Some(Value::String(f)) if f == FORMAT => {}
+            other => {
+                return Err(invalid(format!(
+                    "format is {}, not \"{FORMAT}\"",
+                    show(other)
+                )))
+            }
         }
         match meta.get("format_version").and_then(Value::as_u64) {
             Some(FORMAT_VERSION) => {}
@@ -126,31 +132,6 @@ struct Predictor {
     /// The optional `predict.*` tensors this estimator's predictor may have.
     optional: &'static [&'static str],
 }
-
-const METADATA_KEYS: [&str; 8] = [
-    "format",
-    "format_version",
-    "gkfda_version",
-    "estimator",
-    "lean",
-    "params",
-    "predictor",
-    "state",
-];
-
-const PREDICTOR_KEYS: [&str; 11] = [
-    "task",
-    "kernel",
-    "gamma",
-    "degree",
-    "coef0",
-    "dtype",
-    "n_features",
-    "n_bases",
-    "n_outputs",
-    "link",
-    "classes",
-];
 
 /// `predictor.<key>`: an integer from `smallest` to [`MAX_COUNT`].
 fn count(p: &Map<String, Value>, key: &str, smallest: u64) -> Result<usize> {

@@ -58,6 +58,34 @@ pub const MAX_DEGREE: u64 = i32::MAX as u64;
 pub const MAX_DIMENSIONS: usize = 4;
 /// The one version of the format this reader knows.
 pub const FORMAT_VERSION: u64 = 1;
+/// The metadata's `format`: what names a gkfda model file.
+pub const FORMAT: &str = "gkfda";
+/// The keys of a file's metadata, every one required.
+pub const METADATA_KEYS: [&str; 8] = [
+    "format",
+    "format_version",
+    "gkfda_version",
+    "estimator",
+    "lean",
+    "params",
+    "predictor",
+    "state",
+];
+
+/// The keys of its `predictor`, every one required.
+pub const PREDICTOR_KEYS: [&str; 11] = [
+    "task",
+    "kernel",
+    "gamma",
+    "degree",
+    "coef0",
+    "dtype",
+    "n_features",
+    "n_bases",
+    "n_outputs",
+    "link",
+    "classes",
+];
 /// What one estimator's predictor is: its task, the links it may have and the optional
 /// `predict.*` tensors it always has (`docs/model-format.md`, "The predictor").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,7 @@
 
 use crate::error::Error;
 use crate::link::Link;
-use crate::model::{ClassKind, Model, Task, PREDICTORS};
+use crate::model::{self, ClassKind, Model, Task, PREDICTORS};
 use numpy::{
     IntoPyArray, PyArrayDescrMethods, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods,
 };
@@ -448,9 +448,28 @@ fn estimator_predictors(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     Ok(table)
 }
 
-/// Adds `Predictor`, `read_model_bytes` and `estimator_predictors` to `_core`.
+/// The model file's constants as the Rust reader holds them, which the Python reader and
+/// writer read rather than write again: `format`, `format_version`, `checksum` (the tensor
+/// of the file's SHA-256), `max_header_bytes`, `max_count` (of `n_features`, `n_bases`,
+/// `n_outputs`), `max_degree`, `metadata_keys` and `predictor_keys`.
+#[pyfunction]
+fn model_format(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let constants = PyDict::new(py);
+    constants.set_item("format", model::FORMAT)?;
+    constants.set_item("format_version", model::FORMAT_VERSION)?;
+    constants.set_item("checksum", model::CHECKSUM)?;
+    constants.set_item("max_header_bytes", model::MAX_HEADER_BYTES)?;
+    constants.set_item("max_count", model::MAX_COUNT)?;
+    constants.set_item("max_degree", model::MAX_DEGREE)?;
+    constants.set_item("metadata_keys", PyTuple::new(py, model::METADATA_KEYS)?)?;
+    constants.set_item("predictor_keys", PyTuple::new(py, model::PREDICTOR_KEYS)?)?;
+    Ok(constants)
+}
+
+/// Adds `Predictor`, `read_model_bytes`, `estimator_predictors` and `model_format` to `_core`.
 pub(super) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Predictor>()?;
     module.add_function(wrap_pyfunction!(read_model_bytes, module)?)?;
-    module.add_function(wrap_pyfunction!(estimator_predictors, module)?)
+    module.add_function(wrap_pyfunction!(estimator_predictors, module)?)?;
+    module.add_function(wrap_pyfunction!(model_format, module)?)
 }

@@ -7,11 +7,14 @@ import math
 
 import numpy as np
 
+from .. import _core
 
-FORMAT = "gkfda"
-FORMAT_VERSION = 1
+# The format's constants, as the Rust reader holds them: one source for both readers.
+_FORMAT = _core.model_format()
+FORMAT = _FORMAT["format"]
+FORMAT_VERSION = _FORMAT["format_version"]
 #: The largest header a reader accepts (the metadata and the tensors' table).
-HEADER_LIMIT = 16 * 2**20
+HEADER_LIMIT = _FORMAT["max_header_bytes"]
 
 _FILE_DTYPES = {
     "F64": np.dtype("<f8"), "F32": np.dtype("<f4"), "I64": np.dtype("<i8"), "BOOL": np.dtype("bool"),
@@ -19,14 +22,18 @@ _FILE_DTYPES = {
 }
 #: The tensor that holds the SHA-256 of the rest of the file (every byte but its own 32): a
 #: byte flipped anywhere, header or data, is then an error rather than another valid model.
-CHECKSUM = "checksum"
+CHECKSUM = _FORMAT["checksum"]
 _DTYPE_NAMES = {np.dtype(dtype): name for name, dtype in _FILE_DTYPES.items()}
 # Integer arrays of other widths are written as I64 and cast back.
 _CAST_DTYPES = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
 _SCALARS = {"float64": np.float64, "float32": np.float32, "int64": np.int64, "int32": np.int32, "bool": np.bool_}
 _KERNELS = ("rbf", "linear", "poly", "precomputed")
 _LINKS = {"classifier": ("logistic", "softmax", "ovr"), "regressor": ("identity",), "transformer": ("identity",)}
-_LARGEST_DEGREE = np.iinfo(np.int32).max
+_LARGEST_DEGREE = _FORMAT["max_degree"]
+# The largest n_features, n_bases and n_outputs: every such count is exact in a float64.
+_LARGEST_COUNT = _FORMAT["max_count"]
+_METADATA_KEYS = _FORMAT["metadata_keys"]
+_PREDICTOR_KEYS = _FORMAT["predictor_keys"]
 # The predictor's kinds of class labels, by NumPy dtype kind.
 _KINDS = {"i": "int", "u": "int", "f": "float", "b": "bool", "U": "str", "O": "str"}
 # Deeper JSON than any state gkfda writes: a bound on the decoder's recursion.

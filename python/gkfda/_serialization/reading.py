@@ -19,7 +19,10 @@ from ._common import (
     _Invalid,
     _KERNELS,
     _KINDS,
+    _LARGEST_COUNT,
     _LARGEST_DEGREE,
+    _METADATA_KEYS,
+    _PREDICTOR_KEYS,
     _OPTIONAL,
     _is_int,
     _is_number,
@@ -159,7 +162,7 @@ def _nested_estimator(node):
 
 
 def _checked_metadata(metadata):
-    keys = {"format", "format_version", "gkfda_version", "estimator", "lean", "params", "predictor", "state"}
+    keys = set(_METADATA_KEYS)
     if not isinstance(metadata, dict):
         raise _Invalid("the metadata: must be a JSON object")
     if metadata.get("format") != FORMAT:
@@ -224,8 +227,6 @@ def _check_params_agree(params, predictor, where):
         raise _Invalid(f"predictor: gamma is {predictor['gamma']!r} but {where}.gamma is {params['gamma']!r}")
 
 
-_PREDICTOR_KEYS = ("task", "kernel", "gamma", "degree", "coef0", "dtype", "n_features", "n_bases", "n_outputs",
-                   "link", "classes")
 # What each estimator's predictor is: task, links, and the optional tensors it has; the
 # Rust reader's table, the one both readers check a file by.
 _PREDICTORS = _core.estimator_predictors()
@@ -254,7 +255,7 @@ def _checked_predictor(meta, tensors, budget):
     if predictor["dtype"] not in ("float64", "float32"):
         raise _Invalid(f"predictor.dtype: {predictor['dtype']!r} is not float64 or float32")
     for name, smallest in (("n_features", 1), ("n_bases", 0), ("n_outputs", 1)):
-        if not _is_int(predictor[name]) or not smallest <= predictor[name] <= 2**53:
+        if not _is_int(predictor[name]) or not smallest <= predictor[name] <= _LARGEST_COUNT:
             raise _Invalid(f"predictor.{name}: {predictor[name]!r} is not an integer from {smallest} to 2**53")
     n_features, k, outputs = predictor["n_features"], predictor["n_bases"], predictor["n_outputs"]
     precomputed = predictor["kernel"] == "precomputed"
