@@ -4,6 +4,7 @@ benchmark beside SVC and LinearSVC.
     python benches/bench_sparse.py --large                 # 150,000 × 200,000, ~40 non-zeros a row
     python benches/bench_sparse.py --text                  # 5,000 and 20,000 training documents
     python benches/bench_sparse.py --text --sizes 5000 --large --rows 30000
+    python benches/bench_sparse.py --one-row                # one-row predictions, k = 200
 
 ``--large``: ``sparse_data.tfidf_like(m + 20,000, 200,000, 52)`` (about 40 non-zeros a row after
 repeated words merge; float32 CSR), the last 20,000 rows held out.
@@ -18,6 +19,10 @@ solver: linear at k = 50 and 200, rbf at k = 200; factored: linear (``Φ = X``) 
 all with default regularisation. Each fit runs in a process of its own (peak resident memory, the data
 included); fit and prediction (the test set) seconds are also given as ratios to
 ``LinearSVC``'s, measured in the same run.
+
+``--one-row``: a linear factored ``GreedyKFDA`` (k = 200) of ``tfidf_like(20,000, 200,000, 52)``
+predicting one row at a time, its bases indexed by feature once (``decision_function``) and at
+every call (``_core.kernel_expansion`` given the bases' array).
 """
 
 from __future__ import annotations
@@ -141,6 +146,44 @@ def text(directory, sizes):
         table(f"TF-IDF text, m = {m:,}", [(name, run(method, path, 1000)) for name, method in methods])
 
 
+def one_row(rows, k):
+    """One-row predictions of wide sparse rows: the model's bases indexed by feature once and kept
+    (what ``decision_function`` does) against indexing them at every call (``_core.kernel_expansion``
+    with the bases' array), medians of 7 rounds of 20 calls, the same rows and model."""
+    import numpy as np
+
+    from gkfda import GreedyKFDA, _core
+    from sparse_data import tfidf_like
+
+    X, y = tfidf_like(rows, 200_000, 52, seed=0)
+    model = GreedyKFDA(kernel="linear", solver="factored", k=k, dtype="float32", random_state=0).fit(X, y)
+    params = dict(kernel="linear", gamma=1.0, degree=3, coef0=1.0)
+    queries = [X[i] for i in range(20)]
+
+    def indexed_each_call():
+        for row in queries:
+            _core.kernel_expansion(row, model._union_points, model._expansion_weights, model._expansion_bias, **params)
+
+    def indexed_once():
+        for row in queries:
+            model.decision_function(row)
+
+    medians = {}
+    for name, calls in (("bases indexed at every call", indexed_each_call), ("bases indexed once", indexed_once)):
+        rounds = []
+        for _ in range(7):
+            start = time.perf_counter()
+            calls()
+            rounds.append((time.perf_counter() - start) / len(queries))
+        medians[name] = float(np.median(rounds))
+    base = medians["bases indexed at every call"]
+    print(f"\nOne-row predictions, {rows:,} × 200,000 training rows, linear, k = {model.k_}\n")
+    print("| prediction | median a call (ms) | × indexed at every call |")
+    print("|---|---|---|")
+    for name, value in medians.items():
+        print(f"| {name} | {value * 1e3:.3f} | {value / base:.4f} |")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--large", action="store_true", help="the wide factored fit")
@@ -148,6 +191,7 @@ def main():
     parser.add_argument("--rank", type=int, default=1000, help="--large's factor_rank")
     parser.add_argument("--text", action="store_true", help="the TF-IDF text benchmark")
     parser.add_argument("--sizes", type=int, nargs="+", default=[5_000, 20_000], help="--text's training sizes")
+    parser.add_argument("--one-row", action="store_true", help="one-row predictions of wide sparse rows")
     parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -159,6 +203,8 @@ def main():
             large(directory, args.rows, args.rank)
         if args.text:
             text(directory, args.sizes)
+    if args.one_row:
+        one_row(20_000, 200)
 
 
 if __name__ == "__main__":
