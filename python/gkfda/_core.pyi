@@ -369,4 +369,5 @@ def estimator_predictors() -> dict[str, tuple[str, tuple[str, ...], tuple[str, .
 def model_format() -> dict[str, object]:
     """The model file's constants as the Rust reader holds them: ``format``,
     ``format_version``, ``checksum``, ``max_header_bytes``, ``max_count``, ``max_degree``,
-    ``metadata_keys`` and ``predictor_keys``; the Python reader and writer read them here."""
+    ``kernels`` (the names of ``predictor.kernel``), ``metadata_keys`` and ``predictor_keys``;
+    the Python reader and writer read them here."""

@@ -11,7 +11,7 @@ use super::Kernel;
 use crate::csr::CsrView;
 use crate::error::{try_zeroed, Error, Result};
 use crate::real::Real;
-use ndarray::{Array2, ArrayView2, ArrayViewMut2};
+use ndarray::{Array2, ArrayView2, ArrayViewMut2, Axis};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -281,13 +281,23 @@ pub fn cross_rows_prepared<F: Real>(
         Rows::Csr(x) => return cross_csr_prepared(x, bases, kernel, n_threads, stop),
         Rows::Dense(x) => *x,
     };
-    let stored = |i: usize| {
-        let row = x.row(i);
-        (0..row.len())
-            .map(move |f| (f, row[f]))
-            .filter(|(_, v)| *v != F::zero())
-    };
-    cross_of_stored(stored, &dense_norms(x), bases, kernel, n_threads, stop)
+    cross_of_stored(
+        |i| dense_stored(x, i),
+        &dense_norms(x),
+        bases,
+        kernel,
+        n_threads,
+        stop,
+    )
+}
+
+/// The non-zero entries of the dense row `i` of `x`, as a CSR row stores them: the prepared
+/// kernels read dense rows by their stored entries too.
+fn dense_stored<F: Real>(x: ArrayView2<'_, F>, i: usize) -> impl Iterator<Item = (usize, F)> + '_ {
+    let row = x.index_axis_move(Axis(0), i);
+    (0..row.len())
+        .map(move |f| (f, row[f]))
+        .filter(|(_, v)| *v != F::zero())
 }
 
 /// The kernel of the rows `pool` of the sparse `x` with each other (`p × p`) and those
@@ -429,23 +439,15 @@ pub fn expansion_rows_prepared<F: Real>(
             kernel,
             (n_threads, stop),
         ),
-        Rows::Dense(dense) => {
-            let stored = |i: usize| {
-                let row = dense.row(i);
-                (0..row.len())
-                    .map(move |f| (f, row[f]))
-                    .filter(|(_, v)| *v != F::zero())
-            };
-            expansion_of_stored(
-                stored,
-                dense.nrows(),
-                &dense_norms(*dense),
-                bases,
-                (weights, bias),
-                kernel,
-                (n_threads, stop),
-            )
-        }
+        Rows::Dense(dense) => expansion_of_stored(
+            |i| dense_stored(*dense, i),
+            dense.nrows(),
+            &dense_norms(*dense),
+            bases,
+            (weights, bias),
+            kernel,
+            (n_threads, stop),
+        ),
     }
 }
 

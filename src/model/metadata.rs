@@ -4,7 +4,7 @@
 use super::{
     estimator_predictor, invalid, Basis, ClassKind, EstimatorPredictor, Float, Model, Task,
     CHECKSUM, ESTIMATORS, FORMAT, FORMAT_VERSION, MAX_COUNT, MAX_DEGREE, METADATA_KEYS,
-    PREDICTOR_KEYS,
+    PRECOMPUTED, PREDICTOR_KEYS,
 };
 use crate::error::Result;
 use crate::kernel::{Bases, Kernel};
@@ -224,7 +224,7 @@ impl Predictor {
             })?;
         let coef0 = number(p, "coef0")?;
         let kernel = match kernel_name.as_str() {
-            "precomputed" => None,
+            PRECOMPUTED => None,
             "linear" => Some(Kernel::Linear),
             "rbf" => Some(Kernel::Rbf { gamma }),
             "poly" => Some(Kernel::Poly {
@@ -234,7 +234,7 @@ impl Predictor {
             }),
             other => {
                 return Err(invalid(format!(
-                    "predictor.kernel {other:?} is unknown; expected one of {}, precomputed",
+                    "predictor.kernel {other:?} is unknown; expected one of {}, {PRECOMPUTED}",
                     Kernel::NAMES.join(", ")
                 )))
             }

@@ -60,6 +60,9 @@ pub const MAX_DIMENSIONS: usize = 4;
 pub const FORMAT_VERSION: u64 = 1;
 /// The metadata's `format`: what names a gkfda model file.
 pub const FORMAT: &str = "gkfda";
+/// The `predictor.kernel` of a model whose input rows are kernel values: it has no bases,
+/// and its input's columns are picked, not computed (the other names are `Kernel::NAMES`).
+pub const PRECOMPUTED: &str = "precomputed";
 /// The keys of a file's metadata, every one required.
 pub const METADATA_KEYS: [&str; 8] = [
     "format",

@@ -4,6 +4,7 @@
 //! estimator's predictor, which the Python reader checks a file by.
 
 use crate::error::Error;
+use crate::kernel::Kernel;
 use crate::link::Link;
 use crate::model::{self, ClassKind, Model, Task, PREDICTORS};
 use numpy::{
@@ -461,6 +462,11 @@ fn model_format(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     constants.set_item("max_header_bytes", model::MAX_HEADER_BYTES)?;
     constants.set_item("max_count", model::MAX_COUNT)?;
     constants.set_item("max_degree", model::MAX_DEGREE)?;
+    let kernels: Vec<&str> = Kernel::NAMES
+        .into_iter()
+        .chain([model::PRECOMPUTED])
+        .collect();
+    constants.set_item("kernels", PyTuple::new(py, kernels)?)?;
     constants.set_item("metadata_keys", PyTuple::new(py, model::METADATA_KEYS)?)?;
     constants.set_item("predictor_keys", PyTuple::new(py, model::PREDICTOR_KEYS)?)?;
     Ok(constants)

@@ -27,8 +27,7 @@ _DTYPE_NAMES = {np.dtype(dtype): name for name, dtype in _FILE_DTYPES.items()}
 # Integer arrays of other widths are written as I64 and cast back.
 _CAST_DTYPES = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
 _SCALARS = {"float64": np.float64, "float32": np.float32, "int64": np.int64, "int32": np.int32, "bool": np.bool_}
-_KERNELS = ("rbf", "linear", "poly", "precomputed")
-_LINKS = {"classifier": ("logistic", "softmax", "ovr"), "regressor": ("identity",), "transformer": ("identity",)}
+_KERNELS = _FORMAT["kernels"]
 _LARGEST_DEGREE = _FORMAT["max_degree"]
 # The largest n_features, n_bases and n_outputs: every such count is exact in a float64.
 _LARGEST_COUNT = _FORMAT["max_count"]
