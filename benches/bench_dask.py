@@ -7,14 +7,14 @@ machine: Dask").
 Data: ``make_classification(n_samples=m, n_features=20, n_informative=12,
 n_clusters_per_class=16, class_sep=1.5, flip_y=0.02, random_state=5)``, standardised; float64;
 rbf with ``gamma=1/20``; the default criterion and deflation (``optimal``, ``projection``).
-On a ``LocalCluster`` of 2 worker processes of one thread each, for each chunk count: the
-selections of the dask fits of ``k`` bases and of one basis (``GreedyKFDA._select`` timed),
-the cost of a pick their difference over ``k − 1`` (the selection's set-up is in both), and the bytes a pick
-sends over the network and the driver's waits on the cluster, counted at the holder's rounds,
-and the time of a round that does nothing (one task a chunk, waited for: the floor of any
-round on this cluster). The baseline is the in-memory
-factored fit's pick in the same run (``n_jobs=2``), measured the same way. Each fit is the
-median of ``--repeats`` runs. Prints a Markdown table.
+On a ``LocalCluster`` of 2 worker processes of one thread each, with the default client and
+with ``direct_to_workers=True`` (one at a time), for each chunk count: the cost of a pick of
+the dask fit against the in-memory factored fit's (``n_jobs=2``), the medians of
+``--repeats`` paired runs (:func:`paired_picks`), the bytes a pick sends over the network and
+the driver's waits on the cluster, counted at the holder's rounds, and the times of rounds
+that do nothing: one task a chunk, waited for (the floor of a round of tasks on this
+cluster), and one call to an actor on each worker (the floor of a pick's round). Prints a
+Markdown table.
 """
 
 from __future__ import annotations
@@ -36,10 +36,10 @@ def data(m):
     return (X - X.mean(0)) / X.std(0), y
 
 
-def median_fit_seconds(fit, repeats):
-    """The median over ``repeats`` runs of ``fit``'s selection time: ``GreedyKFDA._select``
-    timed (the selection's set-up and its picks, without the factor and the model, whose
-    costs on a shared machine would swamp a pick's)."""
+def selection_seconds(fit):
+    """``fit``'s selection time: ``GreedyKFDA._select`` timed (the selection's set-up and its
+    picks, without the factor and the model, whose costs on a shared machine would swamp a
+    pick's)."""
     from gkfda.estimator import GreedyKFDA
 
     original = GreedyKFDA._select
@@ -54,11 +54,23 @@ def median_fit_seconds(fit, repeats):
 
     GreedyKFDA._select = timed
     try:
-        for _ in range(repeats):
-            fit()
+        fit()
     finally:
         GreedyKFDA._select = original
-    return statistics.median(times)
+    return times[0]
+
+
+def paired_picks(in_memory, on_dask, k, repeats):
+    """Medians over ``repeats`` paired runs of ``(in-memory pick, dask pick, their ratio)``:
+    each run times the selections of ``k`` bases and of one, in memory then on dask, a pick
+    the difference over ``k − 1`` (the selection's set-up is in both), so that the machine's
+    drifting load weighs on both sides of each ratio alike."""
+    runs = []
+    for _ in range(repeats):
+        memory = (selection_seconds(in_memory(k)) - selection_seconds(in_memory(1))) / (k - 1)
+        dask = (selection_seconds(on_dask(k)) - selection_seconds(on_dask(1))) / (k - 1)
+        runs.append((memory, dask, dask / memory))
+    return tuple(statistics.median(column) for column in zip(*runs))
 
 
 class Traffic:
@@ -91,12 +103,13 @@ class Traffic:
             return 0
 
         def advance(holder, v, h, class_sums, weighted_norms, blocked, take):
-            chunks = len(holder.phi_parts)
+            workers = len(holder.actors)
             out = v.nbytes + h.nbytes + class_sums.nbytes + weighted_norms.nbytes + blocked.nbytes + 8
-            back = take * (8 * holder.shape[1] + 24)  # each chunk's best: its rows (float64) and scores
-            return chunks * (out + back)
+            back = take * (8 * holder.shape[1] + 24)  # each worker's best: its rows (float64) and scores
+            return workers * (out + back)
 
         wrapped("_round", waits)
+        wrapped("_call", waits)
         wrapped("advance", advance)
 
 
@@ -104,19 +117,36 @@ def _nothing(block):
     return 0
 
 
+class Idle:
+    """An actor that does nothing: the floor of a call on a worker's actor."""
+
+    def nothing(self):
+        return 0
+
+
 def round_floor_seconds(client, parts, rounds=30):
-    """The median time of a round that does nothing: one task a chunk, each on its chunk,
-    submitted and waited for as a pick's round is; what the scheduler and the network take
-    whatever the round computes."""
+    """The median times of rounds that do nothing, ``(tasks, actors)``: one task a chunk,
+    each on its chunk, submitted and waited for as a task round is; one call to an actor on
+    each worker, as a pick's round is. What the scheduler, or the connections to the
+    workers, take whatever a round computes."""
     from gkfda import _dask
 
-    times = []
+    tasks = []
     for _ in range(rounds):
         start = time.perf_counter()
         futures = [client.submit(_nothing, part, pure=False) for part in parts]
         _dask._wait(futures, "a round that does nothing")
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        tasks.append(time.perf_counter() - start)
+    workers = list(client.scheduler_info()["workers"])
+    placed = [client.submit(Idle, actor=True, workers=[worker], pure=False) for worker in workers]
+    actors = [future.result() for future in placed]
+    calls = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        _dask._actor_results(client, [actor.nothing() for actor in actors], "a call that does nothing", workers)
+        calls.append(time.perf_counter() - start)
+    del actors, placed
+    return statistics.median(tasks), statistics.median(calls)
 
 
 def resident_bytes(field):
@@ -238,50 +268,55 @@ def main():
     def in_memory(k):
         return lambda: gkfda.GreedyKFDA(k=k, solver="factored", n_jobs=2, **params).fit(X, y)
 
-    baseline = (median_fit_seconds(in_memory(args.k), args.repeats)
-                - median_fit_seconds(in_memory(1), args.repeats)) / (args.k - 1)
     cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0",
                                        silence_logs=40)
-    client = distributed.Client(cluster)
     rows = []
     try:
-        for n_chunks in args.chunks:
-            size = -(-args.m // n_chunks)
-            Xd = da.from_array(X, chunks=(size, X.shape[1])).persist()
-            yd = da.from_array(y, chunks=size).persist()
-
-            def dask_fit(k):
-                return lambda: gkfda.GreedyKFDA(k=k, n_jobs=2, **params).fit(Xd, yd)
-
-            per_pick = (median_fit_seconds(dask_fit(args.k), args.repeats)
-                        - median_fit_seconds(dask_fit(1), args.repeats)) / (args.k - 1)
-            traffic, restore = Traffic(), []
-            traffic.install(restore)
+        # One client at a time: the fit and its actors use the current one.
+        for direct in (False, True):
+            client = distributed.Client(cluster, direct_to_workers=direct)
             try:
-                gkfda.GreedyKFDA(k=args.k, n_jobs=2, **params).fit(Xd, yd)
-                full = (traffic.bytes, traffic.calls)
-                traffic.bytes = traffic.calls = 0
-                gkfda.GreedyKFDA(k=1, n_jobs=2, **params).fit(Xd, yd)
-                one = (traffic.bytes, traffic.calls)
+                for n_chunks in args.chunks:
+                    size = -(-args.m // n_chunks)
+                    Xd = da.from_array(X, chunks=(size, X.shape[1])).persist()
+                    yd = da.from_array(y, chunks=size).persist()
+
+                    def dask_fit(k):
+                        return lambda: gkfda.GreedyKFDA(k=k, n_jobs=2, **params).fit(Xd, yd)
+
+                    baseline, per_pick, ratio = paired_picks(in_memory, dask_fit, args.k, args.repeats)
+                    traffic, restore = Traffic(), []
+                    traffic.install(restore)
+                    try:
+                        gkfda.GreedyKFDA(k=args.k, n_jobs=2, **params).fit(Xd, yd)
+                        full = (traffic.bytes, traffic.calls)
+                        traffic.bytes = traffic.calls = 0
+                        gkfda.GreedyKFDA(k=1, n_jobs=2, **params).fit(Xd, yd)
+                        one = (traffic.bytes, traffic.calls)
+                    finally:
+                        for name, original in restore:
+                            setattr(_dask.ChunkedFactorRows, name, original)
+                    bytes_per_pick = (full[0] - one[0]) / (args.k - 1)
+                    calls_per_pick = (full[1] - one[1]) / (args.k - 1)
+                    floors = round_floor_seconds(client, distributed.futures_of(Xd))
+                    rows.append((direct, n_chunks, baseline, per_pick, ratio, bytes_per_pick, calls_per_pick, floors))
+                    del Xd, yd
             finally:
-                for name, original in restore:
-                    setattr(_dask.ChunkedFactorRows, name, original)
-            bytes_per_pick = (full[0] - one[0]) / (args.k - 1)
-            calls_per_pick = (full[1] - one[1]) / (args.k - 1)
-            floor = round_floor_seconds(client, distributed.futures_of(Xd))
-            rows.append((n_chunks, per_pick, bytes_per_pick, calls_per_pick, floor))
+                client.close()
     finally:
-        client.close()
         cluster.close()
 
-    print(f"m = {args.m:,}, p = {args.rank}, k = {args.k}; 2 worker processes of 1 thread; "
-          f"in-memory factored pick (n_jobs=2): {1e3 * baseline:.1f} ms\n")
-    print("| chunks | ms per pick | × in-memory pick | KiB over the network per pick | waits on the cluster per pick "
-          "| a round that does nothing, ms | its × in-memory pick |")
-    print("|---|---|---|---|---|---|---|")
-    for n_chunks, per_pick, bytes_per_pick, calls, floor in rows:
-        print(f"| {n_chunks} | {1e3 * per_pick:.1f} | {per_pick / baseline:.1f} | {bytes_per_pick / 1024:,.0f} "
-              f"| {calls:.1f} | {1e3 * floor:.1f} | {floor / baseline:.1f} |")
+    print(f"m = {args.m:,}, p = {args.rank}, k = {args.k}; 2 worker processes of 1 thread; the baseline: the "
+          f"in-memory factored pick (n_jobs=2); medians of {args.repeats} paired runs\n")
+    print("| client | chunks | in-memory pick, ms | ms per pick | × in-memory pick | KiB over the network per pick "
+          "| waits on the cluster per pick | a task round that does nothing, ms | its × in-memory pick "
+          "| an actor round that does nothing, ms | its × in-memory pick |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for direct, n_chunks, baseline, per_pick, ratio, bytes_per_pick, calls, (tasks, actors) in rows:
+        client = "`direct_to_workers=True`" if direct else "default"
+        print(f"| {client} | {n_chunks} | {1e3 * baseline:.1f} | {1e3 * per_pick:.1f} | {ratio:.2f} "
+              f"| {bytes_per_pick / 1024:,.0f} | {calls:.1f} | {1e3 * tasks:.1f} | {tasks / baseline:.1f} "
+              f"| {1e3 * actors:.1f} | {actors / baseline:.2f} |")
 
 
 if __name__ == "__main__":

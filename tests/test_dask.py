@@ -8,6 +8,7 @@ import pickle
 import re
 import signal
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -135,7 +136,18 @@ def test_the_driver_receives_neither_the_factor_nor_the_kernel_columns(client, m
         finally:
             selected.append(True)
 
+    called = _dask._actor_results
+
+    def recording_calls(client, calls, what, labels):
+        results = called(client, calls, what, labels)
+        shapes = [array.shape for result in results for array in _arrays(result)]
+        rounds.append((what, shapes))
+        if selected:
+            received.extend((what, shape) for shape in shapes)
+        return results
+
     monkeypatch.setattr(_dask, "_wait", recording)
+    monkeypatch.setattr(_dask, "_actor_results", recording_calls)
     monkeypatch.setattr(gkfda.GreedyKFDA, "_select", selecting)
     params = dict(k=k, factor_rank=30, random_state=0, multiclass=multiclass)
     model = gkfda.GreedyKFDA(**params).fit(*chunked(X, y, 100))
@@ -143,6 +155,7 @@ def test_the_driver_receives_neither_the_factor_nor_the_kernel_columns(client, m
     # No round brings Φ's rows of every chunk (the set-up brings p × p sums, a pick a few
     # candidates' rows).
     assert [shapes for what, shapes in rounds if what == "building the factor's rows"] == [[]]
+    assert sum(what == "a pick" for what, _ in rounds) >= problems * (k - 1)
     for what, shapes in rounds:
         assert sum(shape[0] for shape in shapes if len(shape) == 2 and shape[1] == 30 != shape[0]) < m // 4, what
     sums = [shape for what, shape in received if what == "the discriminant's sums"]
@@ -311,13 +324,14 @@ def test_the_driver_is_checked_for_its_own_share_only(client, monkeypatch):
 
 
 def test_a_failing_worker_surfaces_as_its_exception(client, monkeypatch):
-    """A task that raises on a worker ends the fit with that exception, not a panic."""
+    """A call that raises on a worker ends the fit with that exception, not a panic."""
     X, y = data(m=80)
 
-    def broken(*args):
-        raise RuntimeError("worker lost during a pick")
+    class Broken(_dask._WorkerRows):  # defined here: sent to the workers by value
+        def advance(self, *args):
+            raise RuntimeError("worker lost during a pick")
 
-    monkeypatch.setattr(_dask, "_row_advance", broken)
+    monkeypatch.setattr(_dask, "_WorkerRows", Broken)
     with pytest.raises(RuntimeError, match="worker lost during a pick"):
         gkfda.GreedyKFDA(k=5, factor_rank=20).fit(*chunked(X, y, 30))
 
@@ -374,61 +388,123 @@ def _fit_in_thread(X, y, params):
     return thread, outcome
 
 
-def test_workers_frozen_after_a_round_end_the_fit_with_a_timeout(client, monkeypatch):
-    # Both workers stopped right after a round's tasks are done, before their results are
-    # fetched: the fetch is bounded by ROUND_TIMEOUT too.
+@pytest.mark.parametrize("module, hook, when, what", [
+    # Right after a round's tasks are done, before their results are fetched: the fetch is
+    # bounded by ROUND_TIMEOUT too.
+    (distributed, "wait", 4, "fit again"),
+    # Before a pick's calls to the workers' actors: bounded as a round of tasks is.
+    (_dask, "_actor_results", 3, "a pick"),
+])
+def test_workers_frozen_mid_fit_end_the_fit_with_a_timeout(client, monkeypatch, module, hook, when, what):
     monkeypatch.setattr(_dask, "ROUND_TIMEOUT", 3.0)
     X, y = data(m=120)
     pids = _worker_pids(client)
-    real_wait, calls = distributed.wait, []
+    real, calls = getattr(module, hook), []
 
-    def wait_then_freeze(futures, **options):
-        result = real_wait(futures, **options)
+    def freeze_at_the_round(*args, **options):
         calls.append(1)
-        if len(calls) == 4:
+        if len(calls) == when and hook == "_actor_results":
+            for pid in pids:
+                os.kill(pid, signal.SIGSTOP)
+        result = real(*args, **options)
+        if len(calls) == when and hook == "wait":
             for pid in pids:
                 os.kill(pid, signal.SIGSTOP)
         return result
 
-    monkeypatch.setattr(distributed, "wait", wait_then_freeze)
+    monkeypatch.setattr(module, hook, freeze_at_the_round)
     try:
         thread, outcome = _fit_in_thread(*chunked(X, y, 40), dict(k=5, factor_rank=20, random_state=0))
         thread.join(120)  # a bound for a fit that would otherwise hang, not a measurement
-        frozen = len(calls) >= 4
+        frozen = len(calls) >= when
     finally:
         for pid in pids:
             os.kill(pid, signal.SIGCONT)
     thread.join(120)
     assert frozen
     assert len(outcome) == 1 and isinstance(outcome[0], TimeoutError), outcome
-    assert "ROUND_TIMEOUT" in str(outcome[0]) and "fit again" in str(outcome[0])
+    assert "ROUND_TIMEOUT" in str(outcome[0]) and what in str(outcome[0]) and "fit again" in str(outcome[0])
 
 
-def test_a_worker_killed_mid_fit_is_a_clear_error_or_a_correct_fit(client, monkeypatch):
+@pytest.mark.parametrize("hook, when", [("_wait", 6), ("_actor_results", 3)])
+def test_a_worker_killed_mid_fit_is_a_clear_error_or_a_correct_fit(client, monkeypatch, hook, when):
+    """A worker killed after a round of tasks (the 6th), or during the selection's picks
+    (the 3rd round of calls to the workers' actors, the picks' state gone with it)."""
     X, y = data(m=120)
     params = dict(k=5, factor_rank=20, random_state=0)
     pids = _worker_pids(client)
-    real_wait, calls = _dask._wait, []
+    real, calls = getattr(_dask, hook), []
 
-    def wait_then_kill(futures, what, labels=None):
-        result = real_wait(futures, what, labels)
-        calls.append(what)
-        if len(calls) == 6:
+    def round_then_kill(*args):
+        calls.append(1)
+        if len(calls) == when and hook == "_actor_results":
+            os.kill(pids[0], signal.SIGKILL)
+        result = real(*args)
+        if len(calls) == when and hook == "_wait":
             os.kill(pids[0], signal.SIGKILL)
         return result
 
-    monkeypatch.setattr(_dask, "_wait", wait_then_kill)
+    monkeypatch.setattr(_dask, hook, round_then_kill)
     try:
         model = gkfda.GreedyKFDA(**params).fit(*chunked(X, y, 40))
     except RuntimeError as error:
         message = str(error)
-        assert re.match(r"X: chunk \d+ of X \(rows \d+-\d+\) was lost with the worker", message), message
+        # A chunk of X, or the selection's state the worker's actor kept of its chunks.
+        chunk = r"chunk \d+ of X \(rows \d+-\d+\)"
+        assert re.match(rf"X: (the selection's state of {chunk}( and {chunk})*|{chunk}) was lost with the worker",
+                        message), message
         assert "fit again" in message
     else:  # the scheduler recomputed what was lost
+        assert hook == "_wait", "an actor's state is not recomputed: its loss ends the fit"
         assert_same_fit(gkfda.GreedyKFDA(solver="factored", **params).fit(X, y), model, X)
     finally:
         client.wait_for_workers(2, timeout=60)  # the nanny restarts the worker for the next tests
-    assert len(calls) >= 6
+    assert len(calls) >= when
+
+
+def _actor_count(client):
+    def actors(dask_worker):
+        return len(dask_worker.state.actors)
+
+    return sum(client.run(actors).values())
+
+
+def test_a_pick_is_one_call_to_each_workers_actor_whatever_the_chunks(client, monkeypatch):
+    """Each worker keeps its chunks' statistics in one actor, placed where the chunks' rows
+    of Φ are: a pick calls each worker once, not each chunk, and none of Φ's rows moves."""
+    X, y = data(m=240)
+    workers, placed = set(client.scheduler_info()["workers"]), []
+    place = _dask.ChunkedFactorRows._place_actors
+
+    def placing(holder):
+        place(holder)
+        holders = client.who_has(holder.phi_parts)
+        placed.append([sorted({address for c in group for address in holders[holder.phi_parts[c].key]})
+                       for group in holder.groups])
+
+    picks = []
+    call = _dask.ChunkedFactorRows._call
+
+    def calling(holder, what, method, *args):
+        if method == "advance":
+            picks.append(len(holder.actors))
+        return call(holder, what, method, *args)
+
+    monkeypatch.setattr(_dask.ChunkedFactorRows, "_place_actors", placing)
+    monkeypatch.setattr(_dask.ChunkedFactorRows, "_call", calling)
+    before = _actor_count(client)
+    model = gkfda.GreedyKFDA(k=6, factor_rank=20, random_state=0).fit(*chunked(X, y, 30))
+    assert len(model.support_) == 6
+    # 8 chunks on 2 workers: 2 actors, each over the chunks one worker holds.
+    assert len(placed) == 1 and len(placed[0]) == len(workers) == 2, placed
+    assert all(len(holders) == 1 for holders in placed[0]) and {h[0] for h in placed[0]} == workers, placed
+    assert picks == [2] * 6  # a round a pick, the first included
+    # The fit's actors, and the statistics they hold, are released with the fit (an earlier
+    # test's failed fit may still hold its own until its traceback is collected).
+    deadline = time.monotonic() + 30  # a bound on the release's messages, not a measurement
+    while _actor_count(client) > before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _actor_count(client) <= before
 
 
 def test_the_best_candidates_of_the_chunks_skip_a_chunk_with_none():

@@ -11,8 +11,8 @@ workers, each keeping the rows of its chunks of ``X``:
   the rows ``_core.nystroem_factor`` gives them) and keeps them;
 - the selection runs in the core on the driver, in the factor's coordinates, as in memory:
   the driver keeps the ``p × p`` state, the workers their chunks' rows of ``Φ`` and of the
-  per-row statistics (:class:`ChunkedFactorRows`), and each pick is one round over the
-  chunks, with the in-memory rows' own arithmetic;
+  per-row statistics (:class:`ChunkedFactorRows`, one actor a worker), and each pick is one
+  call to each worker's actor, with the in-memory rows' own arithmetic;
 - the workers compute the exact kernel columns of the chosen bases, ``m × |bases|``, and
   keep them; the discriminant's ridge regression is reduced from the chunks' per-class
   moments of the features (``k × k`` each), and its calibration reads the features of a
@@ -34,6 +34,7 @@ Example (a cluster of two worker processes on this machine)::
 
 from __future__ import annotations
 
+import pickle
 import sys
 import threading
 import time
@@ -116,12 +117,17 @@ def _wait(futures, what, labels=None):
             except (CancelledError, KilledWorker) as error:
                 raise _lost(what, label(i), error) from error
     except (TimeoutError, distributed.TimeoutError) as error:
-        raise TimeoutError(
-            f"X: {what} on the cluster took more than gkfda._dask.ROUND_TIMEOUT = {ROUND_TIMEOUT:g} s: a worker "
-            "stopped answering (stopped, swapping, or cut off from the client). Check the cluster's workers "
-            "(client.scheduler_info(), the dashboard) and fit again; raise ROUND_TIMEOUT if a round is that slow"
-        ) from error
+        raise _timed_out(what) from error
     return results
+
+
+def _timed_out(what):
+    """The error of a round that took more than ``ROUND_TIMEOUT``."""
+    return TimeoutError(
+        f"X: {what} on the cluster took more than gkfda._dask.ROUND_TIMEOUT = {ROUND_TIMEOUT:g} s: a worker "
+        "stopped answering (stopped, swapping, or cut off from the client). Check the cluster's workers "
+        "(client.scheduler_info(), the dashboard) and fit again; raise ROUND_TIMEOUT if a round is that slow"
+    )
 
 
 def _lost(what, label, error):
@@ -140,7 +146,7 @@ def _lost(what, label, error):
     )
 
 
-# -- what runs on the workers# -- what runs on the workers (module functions: the workers import them by name) -------------
+# -- what runs on the workers (module functions and classes: the workers import them by name) ---------
 
 def _converted(block, dtype):
     return np.ascontiguousarray(block, dtype=dtype)
@@ -164,26 +170,8 @@ def _row_moments(phi, classes, class_weights):
     return _core.factor_moments(_aligned(phi), classes, class_weights, n_threads=_TASK_THREADS)
 
 
-def _row_start(phi, indices, classes, rank, weighted, class_sums, scatter_weights, criterion, tol):
-    return _core.FactorRowStatistics.start(_aligned(phi), indices, classes, rank, weighted, class_sums,
-                                           scatter_weights, criterion, tol, n_threads=_TASK_THREADS)
-
-
-def _started(statistics):
-    return statistics is not None
-
-
 def _computed(result):
     return True
-
-
-def _row_advance(statistics, phi, v, h, class_sums, weighted_norms, blocked, take):
-    return statistics.advanced(_aligned(phi), v, h, class_sums, weighted_norms, blocked, take,
-                               n_threads=_TASK_THREADS)
-
-
-def _row_candidates(statistics):
-    return statistics.candidates()
 
 
 def _kernel_columns(block, basis, kernel, params, dtype):
@@ -323,11 +311,17 @@ class ChunkedFactorRows:
     Every index and label the core passes or takes is in the engine's row order (the
     training rows ordered by class: row ``j`` is ``X``'s row ``by_class[j]``); each chunk
     keeps ``X``'s rows and knows each row's engine index. The driver holds no ``m``-vector
-    of the selection: each worker keeps its chunk's statistics (``_core.FactorRowStatistics``,
-    a new one each round, so that a result recomputed from its lineage is the same), and a
-    pick is one round: the stage's terms (``p``-vectors) go to every chunk, each chunk
-    applies them in one pass over its rows and gives back its best candidates, and the
-    driver takes the best of those, ties to the lowest engine index, as in memory.
+    of the selection: each worker keeps its chunks' statistics (``_core.FactorRowStatistics``)
+    in one :class:`_WorkerRows` actor, and a pick is one round: the stage's terms
+    (``p``-vectors) go to every worker's actor, which applies them in one pass over its
+    chunks' rows and gives back their best candidates, and the driver takes the best of
+    those, ties to the lowest engine index, as in memory.
+
+    The picks are calls to the actors, not tasks: a round of tasks costs the scheduler's
+    bookkeeping of every task, several times a small chunk's pass, where a call is a message
+    to the worker and back (docs/scale.md measures both). What that gives up is lineage: an
+    actor's statistics are not recomputed when its worker is lost, and the fit ends with the
+    error of a lost chunk.
     """
 
     def __init__(self, chunks, phi_parts, p, by_class, dtype):
@@ -339,13 +333,14 @@ class ChunkedFactorRows:
         position[by_class] = np.arange(len(by_class))
         starts = chunks.starts
         self.positions = [position[s:e] for s, e in zip(starts[:-1], starts[1:])]
-        self.statistics = None
+        #: Each worker's actor and the chunks it holds (made at the first selection's start).
+        self.actors, self.groups, self._actor_futures = [], [], []
         #: The driver's waits on the cluster so far (one a round).
         self.rounds = 0
 
-    def _round(self, futures, what):
+    def _round(self, futures, what, labels=None):
         self.rounds += 1
-        return _wait(futures, what, self.chunks.labels())
+        return _wait(futures, what, self.chunks.labels() if labels is None else labels)
 
     def moments(self, classes, class_weights):
         """``(G, E, σ)`` of all rows, the chunks' shares added in chunk order."""
@@ -362,32 +357,122 @@ class ChunkedFactorRows:
             sums += s
         return gram, weighted, sums
 
+    def _place_actors(self):
+        """One :class:`_WorkerRows` a worker that holds rows of ``Φ``, given the chunks it
+        holds (their arrays stay where they are: no copy, no transfer)."""
+        client = self.chunks.client
+        holders = client.who_has(self.phi_parts)
+        groups = {}
+        for c, part in enumerate(self.phi_parts):
+            # A chunk held by several workers goes with the first; one the scheduler does
+            # not know a holder of (not computed yet) goes wherever the scheduler puts it.
+            where = sorted(holders.get(part.key, ()))
+            groups.setdefault(where[0] if where else None, []).append(c)
+        self.groups = list(groups.values())
+        self._actor_futures = [
+            client.submit(_WorkerRows, *[self.phi_parts[c] for c in group], actor=True, pure=False,
+                          workers=None if worker is None else [worker], allow_other_workers=worker is None)
+            for worker, group in groups.items()
+        ]
+        self.actors = self._round(self._actor_futures, "placing the selection's statistics", self._labels())
+
+    def _labels(self):
+        """What names each actor in an error: the chunks it holds."""
+        return ["the selection's state of " + " and ".join(self.chunks.labels(group)) for group in self.groups]
+
+    def _call(self, what, method, per_group=(), *operands):
+        """One round of ``method`` on every actor: ``per_group`` operands (each a list of
+        one value per chunk) cut by the actor's chunks, then ``operands``; their results,
+        in the actors' order."""
+        self.rounds += 1
+        calls = [
+            actor.run(_packed((method, [[values[c] for c in group] for values in per_group], operands)))
+            for actor, group in zip(self.actors, self.groups)
+        ]
+        return [pickle.loads(result) for result in _actor_results(self.chunks.client, calls, what, self._labels())]
+
     def start(self, classes, rank, weighted, class_sums, scatter_weights, criterion, tol):
         """Each chunk's statistics of ``K_0``, kept on its worker."""
-        client = self.chunks.client
-        self.statistics = [
-            client.submit(_row_start, phi, positions, classes[positions],
-                          rank[positions] if len(rank) else rank, weighted, class_sums, scatter_weights,
-                          criterion, tol, pure=False)
-            for phi, positions in zip(self.phi_parts, self.positions)
-        ]
-        # The statistics stay on the workers: the round waits on a flag of each.
-        started = [client.submit(_started, statistics, pure=False) for statistics in self.statistics]
-        self._round(started, "the selection's statistics")
+        if not self.actors:
+            self._place_actors()
+        per_chunk = (
+            self.positions,
+            [classes[positions] for positions in self.positions],
+            [rank[positions] if len(rank) else rank for positions in self.positions],
+        )
+        self._call("the selection's statistics", "start", per_chunk, weighted, class_sums, scatter_weights,
+                   criterion, tol)
 
     def advance(self, v, h, class_sums, weighted_norms, blocked, take):
         """One round: the picks ``blocked`` out, the terms applied, the best ``take``
         candidates of all rows, best first: ``(scores, indices, thresholds, rows)``."""
-        client = self.chunks.client
-        advanced = [
-            client.submit(_row_advance, statistics, phi, v, h, class_sums, weighted_norms, blocked, take,
-                          pure=False)
-            for statistics, phi in zip(self.statistics, self.phi_parts)
-        ]
-        found = [client.submit(_row_candidates, statistics, pure=False) for statistics in advanced]
-        results = self._round(found, "a pick")
-        self.statistics = advanced
+        results = self._call("a pick", "advance", (), v, h, class_sums, weighted_norms, blocked, take)
         return _best_candidates(results, take, self.shape[1])
+
+
+class _WorkerRows:
+    """An actor on a worker: the rows of ``Φ`` of the chunks it holds and their statistics
+    of the selection under way, kept between picks (:class:`ChunkedFactorRows`). Its calls
+    run one at a time, each chunk's on the worker's threads."""
+
+    def __init__(self, *phis):
+        import distributed
+
+        self.phis = [_aligned(phi) for phi in phis]
+        self.statistics = []
+        self.threads = max(1, int(distributed.get_worker().state.nthreads))
+
+    def run(self, call):
+        """``method(*per_chunk, *operands)`` of the packed ``call``, its result packed."""
+        method, per_chunk, operands = pickle.loads(call)
+        return _packed(getattr(self, method)(*per_chunk, *operands))
+
+    def start(self, positions, classes, ranks, weighted, class_sums, scatter_weights, criterion, tol):
+        self.statistics = [
+            _core.FactorRowStatistics.start(phi, indices, chunk_classes, rank, weighted, class_sums,
+                                            scatter_weights, criterion, tol, n_threads=self.threads)
+            for phi, indices, chunk_classes, rank in zip(self.phis, positions, classes, ranks)
+        ]
+
+    def advance(self, v, h, class_sums, weighted_norms, blocked, take):
+        """Every chunk's statistics after the pick, and the best ``take`` of their candidates."""
+        self.statistics = [
+            statistics.advanced(phi, v, h, class_sums, weighted_norms, blocked, take, n_threads=self.threads)
+            for statistics, phi in zip(self.statistics, self.phis)
+        ]
+        return _best_candidates([statistics.candidates() for statistics in self.statistics], take,
+                                self.phis[0].shape[1])
+
+
+def _packed(value):
+    """``value`` as one pickle: a call's operands and results are a few small arrays, and
+    ``distributed`` sends each array of a call as frames of its own, at a cost (here about
+    0.5 ms each way for a pick's five) that one buffer of bytes does not have."""
+    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _actor_results(client, calls, what, labels):
+    """The results of the actors' ``calls`` (in their order), within ``ROUND_TIMEOUT``
+    seconds in all, as :func:`_wait` gives a round's: an actor's own exception is raised as
+    it is, a worker that stops answering is a ``TimeoutError``, one lost the error of its
+    chunks (an actor's state has no lineage to be recomputed from). One wait on the
+    client's event loop for all the calls."""
+    try:
+        results = client.sync(_gathered, calls, callback_timeout=ROUND_TIMEOUT)
+    except TimeoutError as error:
+        raise _timed_out(what) from error
+    for label, result in zip(labels, results):
+        if isinstance(result, OSError):  # the worker's connection is gone
+            raise _lost(what, label, result) from result
+        if isinstance(result, BaseException):
+            raise result
+    return results
+
+
+async def _gathered(calls):
+    import asyncio
+
+    return await asyncio.gather(*calls, return_exceptions=True)
 
 
 def _best_candidates(parts, take, p):

@@ -161,8 +161,9 @@ struct Candidates {
 }
 
 /// The statistics of a chunk's rows of a factor, on the worker that holds them
-/// ([`RowStatistics`]); each round makes a new one ([`PyRowStatistics::advanced`]), so that a
-/// result recomputed from its lineage is the same.
+/// ([`RowStatistics`]); each round makes a new one ([`PyRowStatistics::advanced`]), which the
+/// worker's actor (`gkfda._dask._WorkerRows`) keeps in place of the old: a round that fails
+/// leaves the statistics as they were.
 #[pyclass(module = "gkfda._core", name = "FactorRowStatistics", frozen)]
 pub(super) struct PyRowStatistics {
     statistics: RowStatistics,
