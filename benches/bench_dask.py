@@ -7,8 +7,9 @@ machine: Dask").
 Data: ``make_classification(n_samples=m, n_features=20, n_informative=12,
 n_clusters_per_class=16, class_sep=1.5, flip_y=0.02, random_state=5)``, standardised; float64;
 rbf with ``gamma=1/20``; the default criterion and deflation (``optimal``, ``projection``).
-On a ``LocalCluster`` of 2 worker processes of one thread each, with the default client and
-with ``direct_to_workers=True`` (one at a time), for each chunk count: the cost of a pick of
+On a ``LocalCluster`` of 2 worker processes of one thread each, with the default client (the
+picks call the workers straight) and with ``direct_to_workers=False`` (through the scheduler),
+one at a time, for each chunk count: the cost of a pick of
 the dask fit against the in-memory factored fit's (``n_jobs=2``), the medians of
 ``--repeats`` paired runs (:func:`paired_picks`), the bytes a pick sends over the network and
 the driver's waits on the cluster, counted at the holder's rounds, and the times of rounds
@@ -120,15 +121,16 @@ def _nothing(block):
 class Idle:
     """An actor that does nothing: the floor of a call on a worker's actor."""
 
-    def nothing(self):
-        return 0
+    def run(self, call):
+        return call
 
 
 def round_floor_seconds(client, parts, rounds=30):
     """The median times of rounds that do nothing, ``(tasks, actors)``: one task a chunk,
     each on its chunk, submitted and waited for as a task round is; one call to an actor on
-    each worker, as a pick's round is. What the scheduler, or the connections to the
-    workers, take whatever a round computes."""
+    each worker, by the route a fit's picks take on ``client`` (straight to the workers
+    unless it says ``direct_to_workers=False``). What the scheduler, or the connections to
+    the workers, take whatever a round computes."""
     from gkfda import _dask
 
     tasks = []
@@ -140,10 +142,15 @@ def round_floor_seconds(client, parts, rounds=30):
     workers = list(client.scheduler_info()["workers"])
     placed = [client.submit(Idle, actor=True, workers=[worker], pure=False) for worker in workers]
     actors = [future.result() for future in placed]
+    direct = client.direct_to_workers is not False
     calls = []
     for _ in range(rounds):
         start = time.perf_counter()
-        _dask._actor_results(client, [actor.nothing() for actor in actors], "a call that does nothing", workers)
+        nothing = [
+            _dask._direct_call(client, worker, actor.key, b"") if direct else actor.run(b"")
+            for worker, actor in zip(workers, actors)
+        ]
+        _dask._actor_results(client, nothing, "a call that does nothing", workers)
         calls.append(time.perf_counter() - start)
     del actors, placed
     return statistics.median(tasks), statistics.median(calls)
@@ -273,7 +280,7 @@ def main():
     rows = []
     try:
         # One client at a time: the fit and its actors use the current one.
-        for direct in (False, True):
+        for direct in (None, False):
             client = distributed.Client(cluster, direct_to_workers=direct)
             try:
                 for n_chunks in args.chunks:
@@ -313,7 +320,7 @@ def main():
           "| an actor round that does nothing, ms | its × in-memory pick |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for direct, n_chunks, baseline, per_pick, ratio, bytes_per_pick, calls, (tasks, actors) in rows:
-        client = "`direct_to_workers=True`" if direct else "default"
+        client = "default: straight to the workers" if direct is None else "`direct_to_workers=False`"
         print(f"| {client} | {n_chunks} | {1e3 * baseline:.1f} | {1e3 * per_pick:.1f} | {ratio:.2f} "
               f"| {bytes_per_pick / 1024:,.0f} | {calls:.1f} | {1e3 * tasks:.1f} | {tasks / baseline:.1f} "
               f"| {1e3 * actors:.1f} | {actors / baseline:.2f} |")

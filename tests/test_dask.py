@@ -507,6 +507,52 @@ def test_a_pick_is_one_call_to_each_workers_actor_whatever_the_chunks(client, mo
     assert _actor_count(client) <= before
 
 
+@pytest.mark.parametrize("direct_to_workers, straight", [(None, True), (True, True), (False, False)])
+def test_the_picks_call_the_workers_straight_unless_the_client_says_otherwise(client, monkeypatch,
+                                                                              direct_to_workers, straight):
+    """By default a pick's calls go straight to the workers, not through the scheduler (a hop
+    more each way); a client made with ``direct_to_workers=False`` keeps its own route. The
+    model is the same either way."""
+    X, y = data(m=200)
+    k, reached = 5, []
+    direct_call = _dask._direct_call
+
+    def sending(client, address, key, payload):
+        reached.append(address)
+        return direct_call(client, address, key, payload)
+
+    monkeypatch.setattr(_dask, "_direct_call", sending)
+    with distributed.Client(client.scheduler.address, direct_to_workers=direct_to_workers, set_as_default=False,
+                            timeout=60) as other, other.as_current():
+        model = gkfda.GreedyKFDA(k=k, factor_rank=20, random_state=0).fit(*chunked(X, y, 50))
+    workers = set(client.scheduler_info()["workers"])
+    if straight:
+        # Each worker: the call that shows it answers, the selection's start, then a call a pick.
+        assert sorted(reached) == sorted(list(workers) * (2 + k)), reached
+    else:
+        assert reached == []
+    reference = gkfda.GreedyKFDA(k=k, factor_rank=20, random_state=0).fit(*chunked(X, y, 50))
+    np.testing.assert_array_equal(model.support_, reference.support_)
+    np.testing.assert_allclose(model.predict_proba(X), reference.predict_proba(X), rtol=0, atol=1e-12)
+
+
+def test_workers_the_driver_cannot_reach_are_called_through_the_scheduler(client, monkeypatch):
+    """A driver that cannot connect to the workers (behind a gateway, say) keeps the client's
+    route for the picks and fits the same model."""
+    X, y = data(m=200)
+    reference = gkfda.GreedyKFDA(k=5, factor_rank=20, random_state=0).fit(*chunked(X, y, 50))
+    tried = []
+
+    async def unreachable(client, address, key, payload):
+        tried.append(address)
+        raise OSError(f"Timed out trying to connect to {address}")
+
+    monkeypatch.setattr(_dask, "_direct_call", unreachable)
+    model = gkfda.GreedyKFDA(k=5, factor_rank=20, random_state=0).fit(*chunked(X, y, 50))
+    assert sorted(tried) == sorted(client.scheduler_info()["workers"])  # tried once, at the start
+    np.testing.assert_array_equal(model.support_, reference.support_)
+
+
 def test_the_best_candidates_of_the_chunks_skip_a_chunk_with_none():
     """A chunk whose rows are all chosen or explained gives no candidate (and a rows array of
     no columns); the others' best are taken, ties to the lowest index."""

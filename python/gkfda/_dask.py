@@ -335,6 +335,8 @@ class ChunkedFactorRows:
         self.positions = [position[s:e] for s, e in zip(starts[:-1], starts[1:])]
         #: Each worker's actor and the chunks it holds (made at the first selection's start).
         self.actors, self.groups, self._actor_futures = [], [], []
+        #: Each actor's worker, and whether the calls go straight to it (``_place_actors``).
+        self.addresses, self.direct = [], False
         #: The driver's waits on the cluster so far (one a round).
         self.rounds = 0
 
@@ -375,6 +377,30 @@ class ChunkedFactorRows:
             for worker, group in groups.items()
         ]
         self.actors = self._round(self._actor_futures, "placing the selection's statistics", self._labels())
+        holders = client.who_has(self._actor_futures)
+        self.addresses = [sorted(holders[future.key])[0] for future in self._actor_futures]
+        self.direct = client.direct_to_workers is not False and self._workers_answer_directly()
+
+    def _workers_answer_directly(self):
+        """Whether every actor's worker answers a call sent straight to it.
+
+        Unless the client says ``direct_to_workers=False``, the picks' calls go straight to
+        the workers: by ``distributed``'s default route a call passes through the scheduler,
+        one hop more each way, which costs about as much as a small chunk's pass (docs/scale.md
+        measures both). A client that cannot reach the workers (behind a gateway, say) gets
+        ``OSError`` here, after ``distributed``'s connect timeout, and keeps its own route."""
+        client = self.chunks.client
+        calls = [_direct_call(client, address, actor.key, _packed(("ready", [], ())))
+                 for address, actor in zip(self.addresses, self.actors)]
+        try:
+            results = client.sync(_gathered, calls, callback_timeout=ROUND_TIMEOUT)
+        except TimeoutError as error:
+            raise _timed_out("reaching the workers") from error
+        unreachable = [result for result in results if isinstance(result, OSError)]
+        failed = [result for result in results if isinstance(result, BaseException)]
+        if len(failed) > len(unreachable):
+            raise next(error for error in failed if not isinstance(error, OSError))
+        return not unreachable
 
     def _labels(self):
         """What names each actor in an error: the chunks it holds."""
@@ -385,11 +411,14 @@ class ChunkedFactorRows:
         one value per chunk) cut by the actor's chunks, then ``operands``; their results,
         in the actors' order."""
         self.rounds += 1
+        client = self.chunks.client
         calls = [
-            actor.run(_packed((method, [[values[c] for c in group] for values in per_group], operands)))
-            for actor, group in zip(self.actors, self.groups)
+            _direct_call(client, address, actor.key, payload) if self.direct else actor.run(payload)
+            for actor, address, payload in zip(self.actors, self.addresses, (
+                _packed((method, [[values[c] for c in group] for values in per_group], operands))
+                for group in self.groups))
         ]
-        return [pickle.loads(result) for result in _actor_results(self.chunks.client, calls, what, self._labels())]
+        return [pickle.loads(result) for result in _actor_results(client, calls, what, self._labels())]
 
     def start(self, classes, rank, weighted, class_sums, scatter_weights, criterion, tol):
         """Each chunk's statistics of ``K_0``, kept on its worker."""
@@ -426,6 +455,9 @@ class _WorkerRows:
         """``method(*per_chunk, *operands)`` of the packed ``call``, its result packed."""
         method, per_chunk, operands = pickle.loads(call)
         return _packed(getattr(self, method)(*per_chunk, *operands))
+
+    def ready(self):
+        """Nothing: a call that shows the worker answers."""
 
     def start(self, positions, classes, ranks, weighted, class_sums, scatter_weights, criterion, tol):
         self.statistics = [
@@ -467,6 +499,19 @@ def _actor_results(client, calls, what, labels):
         if isinstance(result, BaseException):
             raise result
     return results
+
+
+async def _direct_call(client, address, key, payload):
+    """``run(payload)`` of the actor ``key`` on the worker at ``address``, sent straight to
+    it: what ``distributed``'s ``Actor`` sends when its client has ``direct_to_workers=True``
+    (the worker's ``actor_execute``); the actor's exception raised as it is."""
+    from distributed.protocol import to_serialize
+
+    reply = await client.rpc(address).actor_execute(function="run", actor=key, args=[to_serialize(payload)],
+                                                      kwargs={})
+    if reply["status"] != "OK":
+        raise reply["exception"]
+    return reply["result"]
 
 
 async def _gathered(calls):
