@@ -334,9 +334,14 @@ impl<'a, F: Real> KernelOperator<'a, F> {
 
     /// The columns' quadratic forms `K_0[:, i]' W K_0[:, i]` (`W = diag(weights)`, `None`
     /// the identity) of a factored operator, in memory or held elsewhere: `Φ_i G Φ_i'`
-    /// with `G = Φ'WΦ`. `None` for the dense kernel, whose set-up passes make them.
-    pub fn column_forms(&self, pool: &rayon::ThreadPool, weights: Option<&[F]>) -> Option<Vec<F>> {
-        match *self {
+    /// with `G = Φ'WΦ`. `None` for the dense kernel, whose set-up passes make them; an
+    /// error when the sparse factor's stop flag interrupts them.
+    pub fn column_forms(
+        &self,
+        pool: &rayon::ThreadPool,
+        weights: Option<&[F]>,
+    ) -> Result<Option<Vec<F>>> {
+        Ok(match *self {
             KernelOperator::Dense { .. } => None,
             KernelOperator::Factored { factor, m, p } => Some(factored_column_forms(
                 pool,
@@ -345,9 +350,9 @@ impl<'a, F: Real> KernelOperator<'a, F> {
                 m,
                 weights,
             )),
-            KernelOperator::Sparse(sparse) => Some(sparse.column_forms(pool, weights)),
+            KernelOperator::Sparse(sparse) => Some(sparse.column_forms(pool, weights)?),
             KernelOperator::External(external) => Some(external.column_forms(weights)),
-        }
+        })
     }
 }
 

@@ -11,12 +11,24 @@
 //! features both rows store, in increasing feature order, whichever row is read.
 
 use crate::csr::CsrView;
-use crate::error::{try_zeroed, Result};
+use crate::error::{try_zeroed, Error, Result};
 use crate::real::Real;
 use crate::tuning::{
     FACTOR_BLOCK_ROWS, SPARSE_FACTOR_BLOCKS_PER_THREAD, SPARSE_FACTOR_BLOCK_FEATURES,
 };
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// `Err(Error::Interrupted)` once `stop` is raised: the set-up's steps each take a pass over
+/// the stored entries (seconds for tens of millions), and a caller's Ctrl-C must not wait for
+/// all of them.
+fn check(stop: &AtomicBool) -> Result<()> {
+    if stop.load(Ordering::Relaxed) {
+        Err(Error::Interrupted)
+    } else {
+        Ok(())
+    }
+}
 
 /// `Φ = X` of CSR rows, with its transpose: the operator of `XX'`
 /// ([`super::KernelOperator::Sparse`]).
@@ -32,13 +44,16 @@ pub struct SparseFactor<'a, F> {
     entry_values: Vec<F>,
     /// Stored entry `e` (row order) is entry `transposed[e]` of the transpose.
     transposed: Vec<usize>,
+    /// The call's stop flag, which the set-up's long steps look at.
+    stop: &'a AtomicBool,
 }
 
 impl<'a, F: Real> SparseFactor<'a, F> {
     /// The factor of the rows `rows`, its transpose made on `n_threads` threads
     /// (O(nnz log nnz), allocated fallibly: 48 bytes and a value an entry while it is made, 32
-    /// and a value after).
-    pub fn new(rows: CsrView<'a, F>, n_threads: usize) -> Result<Self> {
+    /// and a value after). Gives up with `Error::Interrupted` between its steps once `stop`
+    /// is raised, as its [`column_forms`](Self::column_forms) does.
+    pub fn new(rows: CsrView<'a, F>, n_threads: usize, stop: &'a AtomicBool) -> Result<Self> {
         let pool = crate::pool::shared(n_threads)?;
         let nnz = rows.nnz();
         // (feature, entry) of every entry, sorted: the transpose's order. Entries are
@@ -49,7 +64,9 @@ impl<'a, F: Real> SparseFactor<'a, F> {
                 order[at] = (rows.column(at), at);
             }
         }
+        check(stop)?;
         pool.install(|| order.par_sort_unstable());
+        check(stop)?;
         let mut feature_of_entry = try_zeroed::<usize>(nnz, "the sparse factor's transpose")?;
         let mut entry_rows = try_zeroed::<usize>(nnz, "the sparse factor's transpose")?;
         let mut entry_values = try_zeroed::<F>(nnz, "the sparse factor's transpose")?;
@@ -59,6 +76,7 @@ impl<'a, F: Real> SparseFactor<'a, F> {
         for i in 0..rows.nrows() {
             row_of[rows.entries(i)].fill(i);
         }
+        check(stop)?;
         let values = rows.values();
         let mut previous = None;
         for (place, &(feature, at)) in order.iter().enumerate() {
@@ -79,6 +97,7 @@ impl<'a, F: Real> SparseFactor<'a, F> {
             entry_rows,
             entry_values,
             transposed,
+            stop,
         })
     }
 
@@ -184,11 +203,14 @@ impl<'a, F: Real> SparseFactor<'a, F> {
     /// feature at a time (`Σ_{j stores a} W_j Φ_ja Φ_j`, over the rows that store `a`), and
     /// each row `i` storing `a` takes its share `Φ_ia (G_a · Φ_i)`; a row's shares are then
     /// added in its feature order. O(Σ_i nnz_i²) in all, whatever the features' number.
-    pub fn column_forms(&self, pool: &rayon::ThreadPool, weights: Option<&[F]>) -> Vec<F> {
+    /// Gives up with `Error::Interrupted` once the factor's stop flag is raised, looked at
+    /// before each range of features.
+    pub fn column_forms(&self, pool: &rayon::ThreadPool, weights: Option<&[F]>) -> Result<Vec<F>> {
+        let stop = self.stop;
         let n_features = self.features();
         let values = self.rows.values();
         let blocks = self.blocks_of_equal_work(pool.current_num_threads());
-        let shares: Vec<Vec<f64>> = pool.install(|| {
+        let shares = pool.install(|| {
             blocks
                 .par_windows(2)
                 .map_init(
@@ -200,6 +222,7 @@ impl<'a, F: Real> SparseFactor<'a, F> {
                         )
                     },
                     |(gram_row, stored, touched), block| {
+                        check(stop)?;
                         let features = block[0]..block[1];
                         let places =
                             self.feature_starts[features.start]..self.feature_starts[features.end];
@@ -237,13 +260,13 @@ impl<'a, F: Real> SparseFactor<'a, F> {
                                 stored[b] = false;
                             }
                         }
-                        shares
+                        Ok(shares)
                     },
                 )
-                .collect()
-        });
+                .collect::<Result<Vec<Vec<f64>>>>()
+        })?;
         let shares: Vec<f64> = shares.into_iter().flatten().collect();
-        (0..self.m())
+        Ok((0..self.m())
             .map(|i| {
                 let form: f64 = self
                     .rows
@@ -252,7 +275,7 @@ impl<'a, F: Real> SparseFactor<'a, F> {
                     .sum();
                 F::from_f64(form)
             })
-            .collect()
+            .collect())
     }
 
     /// The bounds of ranges of features whose rows of `G` cost about alike (feature `f`'s
@@ -297,6 +320,8 @@ mod tests {
     use crate::csr::Indices;
     use ndarray::Array2;
 
+    static LOWERED: AtomicBool = AtomicBool::new(false);
+
     /// A random CSR matrix (a third of entries stored, one empty row, one unused column)
     /// and its dense copy.
     fn example(m: usize, d: usize, seed: u64) -> (Vec<i64>, Vec<i32>, Vec<f64>, Array2<f64>) {
@@ -337,7 +362,7 @@ mod tests {
             "X",
         )
         .unwrap();
-        SparseFactor::new(view, 2).unwrap()
+        SparseFactor::new(view, 2, &LOWERED).unwrap()
     }
 
     fn close(a: &[f64], b: &[f64]) {
@@ -370,12 +395,12 @@ mod tests {
             close(row, kernel.row(i).as_slice().unwrap());
         }
         close(&factor.diagonal(), &kernel.diag().to_vec());
-        let forms = factor.column_forms(&pool, Some(&w));
+        let forms = factor.column_forms(&pool, Some(&w)).unwrap();
         let expected: Vec<f64> = (0..m)
             .map(|i| (0..m).map(|j| w[j] * kernel[(j, i)].powi(2)).sum())
             .collect();
         close(&forms, &expected);
-        let unweighted = factor.column_forms(&pool, None);
+        let unweighted = factor.column_forms(&pool, None).unwrap();
         close(
             &unweighted,
             &(0..m)
@@ -402,8 +427,36 @@ mod tests {
         let x: Vec<f64> = (0..m).map(|i| (i as f64).cos()).collect();
         assert_eq!(factor.multiply(&one, &[&x]), factor.multiply(&two, &[&x]));
         assert_eq!(
-            factor.column_forms(&one, Some(&x)),
-            factor.column_forms(&two, Some(&x))
+            factor.column_forms(&one, Some(&x)).unwrap(),
+            factor.column_forms(&two, Some(&x)).unwrap()
         );
+    }
+
+    #[test]
+    fn a_raised_stop_ends_the_set_up_with_interrupted() {
+        let (m, d) = (200, 20);
+        let (indptr, indices, data, _) = example(m, d, 5);
+        let view = CsrView::new(
+            (m, d),
+            Indices::I64(&indptr),
+            Indices::I32(&indices),
+            &data,
+            "X",
+        )
+        .unwrap();
+        let raised = AtomicBool::new(true);
+        assert!(matches!(
+            SparseFactor::new(view.clone(), 2, &raised),
+            Err(Error::Interrupted)
+        ));
+        let flag = AtomicBool::new(false);
+        let factor = SparseFactor::new(view, 2, &flag).unwrap();
+        let pool = crate::pool::shared(2).unwrap();
+        assert!(factor.column_forms(&pool, None).is_ok());
+        flag.store(true, Ordering::Relaxed);
+        assert!(matches!(
+            factor.column_forms(&pool, None),
+            Err(Error::Interrupted)
+        ));
     }
 }

@@ -152,7 +152,7 @@ impl<'a, F: Real> PursuitEngine<'a, F> {
         engine.values = if dense {
             engine.pool.install(|| engine.initial_statistics())
         } else {
-            engine.factored_statistics()
+            engine.factored_statistics()?
         };
         engine.passes = engine.views.len();
         engine.initial = engine.values.clone();
@@ -200,7 +200,7 @@ impl<'a, F: Real> PursuitEngine<'a, F> {
     /// Every statistic of factored kernels `K = ΦΦ'`: a linear one `K c` (one product),
     /// a quadratic one `diag(K W K)` and the cross term `diag(K_x K_y)` from the factors'
     /// `p×p` Gram matrices, the diagonal from the rows' norms.
-    fn factored_statistics(&self) -> Vec<Vec<F>> {
+    fn factored_statistics(&self) -> Result<Vec<Vec<F>>> {
         let m = self.m;
         let factor = |view: usize| match self.views[view].kernel {
             KernelOperator::Factored { factor, p, .. } => (factor, p),
@@ -219,14 +219,14 @@ impl<'a, F: Real> PursuitEngine<'a, F> {
                 Statistic::Linear { view, c } => {
                     let kernel = self.views[*view].kernel;
                     let product = kernel.multiply(pool, &[c], &mut Workspace::default());
-                    product.into_iter().next().unwrap_or_default()
+                    Ok(product.into_iter().next().unwrap_or_default())
                 }
-                Statistic::Quadratic { view, weights } => self.views[*view]
+                Statistic::Quadratic { view, weights } => Ok(self.views[*view]
                     .kernel
-                    .column_forms(pool, weights.as_deref())
-                    .expect("the views are factored"),
-                Statistic::Diagonal { view } => self.views[*view].kernel.diagonal(),
-                Statistic::Cross => factored_column_forms(pool, factor(0), factor(1), m, None),
+                    .column_forms(pool, weights.as_deref())?
+                    .expect("the views are factored")),
+                Statistic::Diagonal { view } => Ok(self.views[*view].kernel.diagonal()),
+                Statistic::Cross => Ok(factored_column_forms(pool, factor(0), factor(1), m, None)),
             })
             .collect()
     }

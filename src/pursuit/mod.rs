@@ -192,7 +192,8 @@ pub fn pursue_in_form<'a, F: Real>(
             FactoredForm::Auto => pspace::suits(m, params.k, &widths, &spec),
         };
         if coordinates {
-            let mut engine = CoordinatesEngine::new(&factors, m, spec, tol, params.n_threads)?;
+            let mut engine =
+                CoordinatesEngine::new(&factors, m, spec, tol, params.n_threads, stop)?;
             let pool = std::sync::Arc::clone(&engine.pool);
             return pool.install(|| engine.run(params.k, stop));
         }

@@ -173,11 +173,16 @@ fn sum_blocks<F: Real>(
     m: usize,
     totals: &mut [Array2<f64>],
     partial: impl Fn(usize) -> Vec<Array2<F>> + Sync,
-) {
+    stop: &AtomicBool,
+) -> Result<()> {
     let n_blocks = m.div_ceil(FACTOR_BLOCK_ROWS);
     let wave = pool.current_num_threads().max(1);
     let mut start = 0;
     while start < n_blocks {
+        // At a million rows the set-up's products take seconds, several picks' worth.
+        if stop.load(Ordering::Relaxed) {
+            return Err(Error::Interrupted);
+        }
         let end = (start + wave).min(n_blocks);
         let partials: Vec<Vec<Array2<F>>> =
             pool.install(|| (start..end).into_par_iter().map(&partial).collect());
@@ -188,6 +193,7 @@ fn sum_blocks<F: Real>(
         }
         start = end;
     }
+    Ok(())
 }
 
 impl<'a, F: Real> CoordinatesEngine<'a, F> {
@@ -200,6 +206,7 @@ impl<'a, F: Real> CoordinatesEngine<'a, F> {
         spec: Spec<F>,
         tol: F,
         n_threads: usize,
+        stop: &AtomicBool,
     ) -> Result<Self> {
         let pool = crate::pool::shared(n_threads)?;
         let mut engine = CoordinatesEngine {
@@ -225,7 +232,7 @@ impl<'a, F: Real> CoordinatesEngine<'a, F> {
                 directions: Vec::new(),
             });
         }
-        engine.moments()?;
+        engine.moments(stop)?;
         engine.values = engine.initial_statistics()?;
         engine.passes = 2 * engine.views.len();
         engine.initial = engine.values.clone();
@@ -235,7 +242,7 @@ impl<'a, F: Real> CoordinatesEngine<'a, F> {
     /// `G` of each view, the statistics' `Φ'c` and `Φ'MΦ`, and `C = Φ_x'Φ_y`: each fixed
     /// block of rows a few GEMMs in `F` (one read of the block), added in `f64` in block
     /// order.
-    fn moments(&mut self) -> Result<()> {
+    fn moments(&mut self, stop: &AtomicBool) -> Result<()> {
         let m = self.m;
         let n_views = self.views.len();
         for view in 0..n_views {
@@ -301,7 +308,7 @@ impl<'a, F: Real> CoordinatesEngine<'a, F> {
                 }
                 out
             };
-            sum_blocks(&self.pool, m, &mut totals, partial);
+            sum_blocks(&self.pool, m, &mut totals, partial, stop)?;
             let mut totals = totals.into_iter();
             self.views[view].gram = totals.next().expect("G");
             let mut forms: Vec<Array2<f64>> = totals.by_ref().take(weighted.len()).collect();
@@ -753,5 +760,24 @@ mod tests {
             &[100_000],
             &spec(Deflation::Projection)
         ));
+    }
+
+    #[test]
+    fn a_raised_stop_ends_the_set_up_with_interrupted() {
+        let (m, p) = (300, 4);
+        let mut uniform = crate::test_common::uniform_stream(3);
+        let factor: Vec<f64> = (0..m * p).map(|_| uniform()).collect();
+        let spec = Spec::<f64> {
+            statistics: vec![Statistic::Quadratic {
+                view: 0,
+                weights: None,
+            }],
+            deflation: Deflation::Projection,
+            views: 1,
+            score: Score::Components,
+        };
+        let engine =
+            CoordinatesEngine::new(&[(&factor, p)], m, spec, 1e-9, 1, &AtomicBool::new(true));
+        assert!(matches!(engine, Err(Error::Interrupted)));
     }
 }

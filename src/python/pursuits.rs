@@ -105,7 +105,7 @@ fn pursue_typed<'py, F: Real + numpy::Element>(
         let mut sparse = None;
         let operator = match &rows {
             Rows::Dense(view) if !factored => KernelOperator::dense_of(view, "K")?,
-            rows => factor_operator(rows, &mut sparse, params.n_threads, "factor")?,
+            rows => factor_operator(rows, &mut sparse, params.n_threads, "factor", stop)?,
         };
         pursuit::pursue_on(operator, &method, params, stop)
     })?;

@@ -18,7 +18,7 @@ use numpy::{
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use std::sync::Mutex;
+use std::sync::{atomic::AtomicBool, Mutex};
 
 /// `values` as indices (`argument` names them in errors): each in `0..limit`.
 fn indices_of(
@@ -132,14 +132,16 @@ pub(super) fn factor_moments<'py>(
         )));
     }
     let pool = crate::pool::shared(n_threads)?;
+    // A chunk's share, a task on a worker: the driver's interrupt ends the round, not this.
+    let never = AtomicBool::new(false);
     let moments = match &chunk {
         Chunk::F64(phi) => {
             let factor = contiguous(phi)?;
-            py.detach(|| Moments::of_rows(&pool, factor, p, &codes, &class_weights))
+            py.detach(|| Moments::of_rows(&pool, factor, p, &codes, &class_weights, &never))
         }
         Chunk::F32(phi) => {
             let factor = contiguous(phi)?;
-            py.detach(|| Moments::of_rows(&pool, factor, p, &codes, &class_weights))
+            py.detach(|| Moments::of_rows(&pool, factor, p, &codes, &class_weights, &never))
         }
     }?;
     let square = |values: Vec<f64>| {
@@ -494,7 +496,13 @@ impl<F: Real + numpy::Element> FactorRows<F> for PyFactorRows<F> {
         self.p
     }
 
-    fn moments(&mut self, classes: &[u32], class_weights: &[f64]) -> Result<Moments, Error> {
+    // The holder's own call: a signal reaches its Python code while it runs.
+    fn moments(
+        &mut self,
+        classes: &[u32],
+        class_weights: &[f64],
+        _stop: &AtomicBool,
+    ) -> Result<Moments, Error> {
         let p = self.p;
         self.call(
             "moments",

@@ -57,7 +57,7 @@ fn select_typed<'py, F: Real + numpy::Element>(
         let mut sparse = None;
         let operator = match &rows {
             Rows::Dense(view) if !factored => KernelOperator::dense_of(view, "K")?,
-            rows => factor_operator(rows, &mut sparse, n_threads, "factor")?,
+            rows => factor_operator(rows, &mut sparse, n_threads, "factor", stop)?,
         };
         match problems {
             Problems::Classes(classes, params) => {

@@ -14,6 +14,7 @@ use ndarray::Array2;
 use numpy::{IntoPyArray, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use std::sync::atomic::AtomicBool;
 
 /// The format of a SciPy sparse matrix or array (`"csr"`, `"coo"`, …), which names it in a
 /// string attribute; `None` for anything else.
@@ -133,17 +134,19 @@ impl<'py, F: Real + numpy::Element> RowsArg<'py, F> {
 }
 
 /// The operator of a factor given as rows: `ΦΦ'` of dense rows `Φ`, or `XX'` of CSR rows
-/// (`Φ = X`, the linear kernel of sparse rows), whose transpose is made into `sparse`.
+/// (`Φ = X`, the linear kernel of sparse rows), whose transpose is made into `sparse`; its
+/// set-up looks at the call's `stop`.
 pub(super) fn factor_operator<'a, 'r: 'a, F: Real>(
     rows: &'a Rows<'r, F>,
     sparse: &'a mut Option<SparseFactor<'a, F>>,
     n_threads: usize,
     argument: &'static str,
+    stop: &'a AtomicBool,
 ) -> Result<KernelOperator<'a, F>, Error> {
     Ok(match rows {
         Rows::Dense(view) => KernelOperator::factored_of(view, argument)?,
         Rows::Csr(csr) => {
-            KernelOperator::Sparse(sparse.insert(SparseFactor::new(csr.clone(), n_threads)?))
+            KernelOperator::Sparse(sparse.insert(SparseFactor::new(csr.clone(), n_threads, stop)?))
         }
     })
 }

@@ -203,7 +203,7 @@ impl<'a, F: Real> Engine<'a, F> {
             class_groups.as_deref(),
             &class_weights,
             &weight,
-        );
+        )?;
         // Any NaN or infinity in K reaches these sums: refuse it rather than select noise.
         if !sums.iter().flatten().chain(&d).all(|v| v.is_finite()) {
             return Err(Error::invalid(
@@ -533,7 +533,7 @@ fn initial_statistics<F: Real>(
     class_groups: Option<&[passes::ColumnGroup]>,
     class_weights: &[F],
     weight: &[F],
-) -> (Vec<Vec<F>>, Vec<F>, usize) {
+) -> Result<(Vec<Vec<F>>, Vec<F>, usize)> {
     let n_classes = class_weights.len();
     let m = operator.m();
     let indicator = |class: usize| -> Vec<F> {
@@ -554,14 +554,14 @@ fn initial_statistics<F: Real>(
         let rhs: Vec<&[F]> = indicators.iter().map(Vec::as_slice).collect();
         let sums = operator.multiply(pool, &rhs, &mut passes::Workspace::default());
         let d = operator
-            .column_forms(pool, Some(weight))
+            .column_forms(pool, Some(weight))?
             .expect("a factored operator has column forms");
-        return (sums, d, 2);
+        return Ok((sums, d, 2));
     };
     if n_classes > 2 {
         if let Some(groups) = class_groups {
             let (sums, d) = passes::class_statistics(pool, kernel, m, groups, class_weights);
-            return (sums, d, 1);
+            return Ok((sums, d, 1));
         }
     }
     let (p, n, d) =
@@ -577,7 +577,7 @@ fn initial_statistics<F: Real>(
             &rhs,
             &mut passes::Workspace::default(),
         ));
-        return (sums, d, 2);
+        return Ok((sums, d, 2));
     }
-    (sums, d, 1)
+    Ok((sums, d, 1))
 }

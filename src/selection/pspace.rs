@@ -32,7 +32,12 @@ pub trait FactorRows<F> {
     fn width(&self) -> usize;
     /// `G`, `E` and `σ_c` of all rows, for rows of classes `classes` (in the engine's
     /// order, `m` codes), class `c` weighing `class_weights[c]`.
-    fn moments(&mut self, classes: &[u32], class_weights: &[f64]) -> Result<Moments>;
+    fn moments(
+        &mut self,
+        classes: &[u32],
+        class_weights: &[f64],
+        stop: &AtomicBool,
+    ) -> Result<Moments>;
     /// The statistics of `K_0` (`rank`: every row's place in the random order, for the
     /// `random` criterion; else empty).
     fn start(&mut self, classes: &[u32], set_up: &RowsSetUp<'_>, rank: &[usize]) -> Result<()>;
@@ -74,8 +79,20 @@ impl<F: Real> FactorRows<F> for RowsInMemory<'_, F> {
         self.p
     }
 
-    fn moments(&mut self, classes: &[u32], class_weights: &[f64]) -> Result<Moments> {
-        Moments::of_rows(&self.pool, self.factor, self.p, classes, class_weights)
+    fn moments(
+        &mut self,
+        classes: &[u32],
+        class_weights: &[f64],
+        stop: &AtomicBool,
+    ) -> Result<Moments> {
+        Moments::of_rows(
+            &self.pool,
+            self.factor,
+            self.p,
+            classes,
+            class_weights,
+            stop,
+        )
     }
 
     fn start(&mut self, classes: &[u32], set_up: &RowsSetUp<'_>, rank: &[usize]) -> Result<()> {
@@ -287,7 +304,7 @@ pub(crate) fn select<F: Real>(
             format!("holds {m} rows of width {p} for {} labels", classes.len()),
         ));
     }
-    let moments = rows.moments(classes, &class_weights)?;
+    let moments = rows.moments(classes, &class_weights, stop)?;
     let shaped = moments.gram.len() == p * p
         && moments.weighted.len() == p * p
         && moments.class_sums.len() == class_weights.len()

@@ -15,6 +15,7 @@ use crate::real::Real;
 use crate::tuning::FACTOR_BLOCK_ROWS;
 use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The sums over rows the driver needs once: `G = Φ'Φ`, `E = Φ'DΦ` (`D` the class weights
 /// of the rows) and the class sums `σ_c = Φ'1_c`, all in `f64`, row-major `p×p` and `p`.
@@ -54,13 +55,16 @@ impl Moments {
     /// `classes` (`0..class_weights.len()`), class `c` weighing `class_weights[c]`: for each
     /// fixed block of rows, each class's rows gathered and their Gram matrix's lower triangle
     /// made in `F` (`m p²/2` multiply-adds in all), the blocks' triangles added in `f64` in
-    /// block order and mirrored once.
+    /// block order and mirrored once. Gives up with `Error::Interrupted` once `stop` is
+    /// raised, looked at before each wave of blocks: at a million rows the products take
+    /// seconds, several picks' worth.
     pub fn of_rows<F: Real>(
         pool: &rayon::ThreadPool,
         factor: &[F],
         p: usize,
         classes: &[u32],
         class_weights: &[f64],
+        stop: &AtomicBool,
     ) -> Result<Self> {
         let rows = classes.len();
         let n_classes = class_weights.len();
@@ -106,6 +110,9 @@ impl Moments {
         let wave = pool.current_num_threads().max(1);
         let mut start = 0;
         while start < n_blocks {
+            if stop.load(Ordering::Relaxed) {
+                return Err(Error::Interrupted);
+            }
             let end = (start + wave).min(n_blocks);
             let partials: Vec<Moments> =
                 pool.install(|| (start..end).into_par_iter().map(block_moments).collect());

@@ -319,3 +319,24 @@ fn axpy_all_rounds_as_repeated_axpy() {
         }
     }
 }
+
+#[test]
+fn the_moments_of_rows_stop_on_a_raised_flag() {
+    let (m, p) = (300, 4);
+    let mut uniform = uniform_stream(3);
+    let factor: Vec<f64> = (0..m * p).map(|_| uniform()).collect();
+    let classes: Vec<u32> = (0..m as u32).map(|i| i % 2).collect();
+    let pool = crate::pool::shared(1).unwrap();
+    let moments = |flag: bool| {
+        rows::Moments::of_rows(
+            &pool,
+            &factor,
+            p,
+            &classes,
+            &[0.5, 0.5],
+            &AtomicBool::new(flag),
+        )
+    };
+    assert!(moments(false).is_ok());
+    assert!(matches!(moments(true), Err(Error::Interrupted)));
+}
