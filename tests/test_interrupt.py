@@ -3,16 +3,20 @@ a kernel matrix, a cross kernel, a kernel expansion (batch decision values), a s
 factor or a whole fit (dense or factored) before the next pass, pick or block of rows, and
 raises the handler's exception from the call.
 
-Each test arms a one-shot timer signal (SIGALRM) whose handler raises ``Alarm``, then makes
-a call that takes 5–30 s uninterrupted on this project's machine, and checks that ``Alarm``
-came out of it within STOPS_WITHIN of the signal. A call that did not look for signals
-would also end in ``Alarm`` (Python runs the handler as soon as the call returns), but only
-once the whole call had run, seconds too late. The stops measured take 25–60 ms.
+Each test names the core function its call spends its time in, sends SIGALRM once that
+function has been running a moment, and checks that the handler ran while the function was
+still in progress (from the binding's poll) and that the function ended by raising. A call
+that did not look for signals would also end in the handler's exception, but only from
+Python's next step after it returned: the handler would run outside it, at its
+``c_return``. The checks read the order of events, not the clock, so a loaded machine
+cannot fail them; how long the call ran on after the signal is printed (``-s``).
 """
 
 from __future__ import annotations
 
 import signal
+import sys
+import threading
 import time
 import warnings
 
@@ -23,41 +27,85 @@ from sklearn.exceptions import NotFittedError
 from gkfda import GreedyKFDA, _core
 
 pytestmark = pytest.mark.skipif(
-    not hasattr(signal, "setitimer"), reason="needs POSIX interval timers"
+    not hasattr(signal, "pthread_kill"), reason="needs POSIX signals sent to a thread"
 )
 
-ALARM_AFTER = 0.125  # seconds, off the 50 ms grid of the binding's polls
-STOPS_WITHIN = 2.0  # seconds after the signal; the calls take 5 s or more uninterrupted
+PAUSE = 0.125  # seconds into the target before the signal, off the 50 ms grid of the polls
 
 
 class Alarm(Exception):
     """Raised by the test's signal handler."""
 
 
-@pytest.fixture
-def stops_on_alarm():
-    """`stops(call, *args, after=ALARM_AFTER, **kwargs)` arms SIGALRM to raise `Alarm`
-    `after` seconds later, makes the call, and checks that it raised `Alarm` within
-    STOPS_WITHIN of the signal; the previous handler comes back after the test."""
+def raise_alarm(signum, frame):
+    raise Alarm
 
-    def handler(signum, frame):
-        raise Alarm
 
-    def stops(call, *args, after=ALARM_AFTER, **kwargs):
-        signal.setitimer(signal.ITIMER_REAL, after)
-        armed = time.perf_counter()
-        with pytest.raises(Alarm):
-            call(*args, **kwargs)
-        after_signal = time.perf_counter() - armed - after
-        print(f"stopped {1e3 * after_signal:.0f} ms after the signal")
-        assert after_signal < STOPS_WITHIN, "the call ran on after the signal"
+def stops_inside(call, *args, target=None, handler=raise_alarm, raises=Alarm, pause=PAUSE, **kwargs):
+    """Make ``call(*args, **kwargs)`` with SIGALRM sent ``pause`` seconds after it enters the
+    core function ``target`` (``call`` itself by default), and check that ``handler`` (which
+    raises ``raises``) ran while ``target`` was in progress and that ``target`` ended by
+    raising.
 
-    previous = signal.signal(signal.SIGALRM, handler)
+    A profile hook on this thread follows the calls of ``target`` and of the core's
+    functions; a helper thread sends the signal. The previous handler comes back after."""
+    target = call if target is None else target
+    name = target.__name__
+    in_progress, ended, ran = [], [], []  # core calls running; how target ended; handler runs
+    entered, finished = threading.Event(), threading.Event()
+    sent = []
+    main = threading.main_thread().ident
+
+    def followed(function):
+        return function is target or getattr(function, "__module__", None) == "gkfda._core"
+
+    def hook(frame, event, arg):
+        if event == "c_call" and followed(arg):
+            in_progress.append(arg.__name__)
+            if arg is target:
+                entered.set()
+        elif event in ("c_return", "c_exception") and followed(arg):
+            in_progress.pop()
+            if arg is target:
+                ended.append(event)
+
+    def on_signal(signum, frame):
+        # A call that ignores signals lets the handler run only after it returned: from
+        # the hook at its c_return (target still listed) or from the caller's next step.
+        ran.append((tuple(in_progress), frame.f_code is hook.__code__))
+        handler(signum, frame)
+
+    def send():
+        entered.wait()
+        time.sleep(pause)  # a trigger point inside the target, not a bound on anything
+        # Not while the main thread is still in the hook, on its way into the target.
+        while sys._current_frames()[main].f_code is hook.__code__:
+            time.sleep(0.01)
+        if not finished.is_set():
+            sent.append(time.perf_counter())
+            signal.pthread_kill(main, signal.SIGALRM)
+
+    previous = signal.signal(signal.SIGALRM, on_signal)
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
     try:
-        yield stops
+        with pytest.raises(raises):
+            sys.setprofile(hook)
+            try:
+                call(*args, **kwargs)
+            finally:
+                sys.setprofile(None)
+        stopped = time.perf_counter()
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        finished.set()
+        entered.set()
+        sender.join()
         signal.signal(signal.SIGALRM, previous)
+    print(f"{name}: stopped {1e3 * (stopped - sent[0]):.0f} ms after the signal")
+    assert len(ran) == 1, f"the handler ran {len(ran)} times"
+    (running, in_hook), = ran
+    assert name in running and not in_hook, f"the handler ran after {name} returned, not inside it"
+    assert ended[:1] == ["c_exception"], f"{name} ended with {ended or 'the handler raising in the hook'}"
 
 
 def well_conditioned(m, d=30, seed=0):
@@ -72,15 +120,15 @@ def well_conditioned(m, d=30, seed=0):
 @pytest.mark.parametrize(
     ("deflation", "stages", "m"), [("schur", 1, 2500), ("schur", 2500, 2500), ("hotelling", 10, 3000)]
 )
-def test_a_signal_stops_a_selection(stops_on_alarm, deflation, stages, m):
+def test_a_signal_stops_a_selection(deflation, stages, m):
     # Every point a basis, k = m: 10-18 s uninterrupted. stages = m is one stage, where only
     # the check before each schur pick can stop it.
     X, y = well_conditioned(m)
     K = _core.kernel_matrix(X, gamma=1.5)
-    stops_on_alarm(_core.greedy_select, K, y, m, deflation=deflation, stages=stages, n_threads=2)
+    stops_inside(_core.greedy_select, K, y, m, deflation=deflation, stages=stages, n_threads=2)
 
 
-def test_a_signal_stops_selections_that_share_their_passes(stops_on_alarm):
+def test_a_signal_stops_selections_that_share_their_passes():
     # Three one-vs-rest problems of the schur family side by side, 1,000 bases each: ~10 s
     # uninterrupted. Each selection looks at the flag before each pick.
     X, _ = well_conditioned(2500, seed=1)
@@ -88,26 +136,27 @@ def test_a_signal_stops_selections_that_share_their_passes(stops_on_alarm):
     order = np.argsort(sector, kind="stable")
     K = _core.kernel_matrix(X[order], gamma=1.5)
     positives = np.stack([sector[order] == c for c in range(3)])
-    stops_on_alarm(_core.greedy_select_many, K, positives, 1000, deflation="schur", n_threads=2)
+    stops_inside(_core.greedy_select_many, K, positives, 1000, deflation="schur", n_threads=2)
 
 
-def test_a_signal_stops_kernel_matrices_and_expansions(stops_on_alarm):
+def test_a_signal_stops_kernel_matrices_and_expansions():
     # Each 5-9 s uninterrupted: a 12,000 × 12,000 Gram matrix and a cross kernel of 800
     # features (their pages are touched only as blocks are computed), and 100,000 decision
     # values of 8,000 bases of 200 features.
     rng = np.random.default_rng(5)
     X, Z = rng.standard_normal((12_000, 800)), rng.standard_normal((12_000, 800))
-    stops_on_alarm(_core.kernel_matrix, X, gamma=1e-3, n_threads=2)
-    stops_on_alarm(_core.kernel_matrix, X, Z, gamma=1e-3, n_threads=2)
+    stops_inside(_core.kernel_matrix, X, gamma=1e-3, n_threads=2)
+    stops_inside(_core.kernel_matrix, X, Z, gamma=1e-3, n_threads=2)
     rows, basis = rng.standard_normal((100_000, 200)), rng.standard_normal((8000, 200))
     weights, bias = rng.standard_normal((8000, 1)), np.zeros(1)
-    stops_on_alarm(_core.kernel_expansion, rows, basis, weights, bias, gamma=1e-2, n_threads=2)
+    stops_inside(_core.kernel_expansion, rows, basis, weights, bias, gamma=1e-2, n_threads=2)
 
 
-def test_a_signal_stops_a_fit_and_the_estimator_fits_again(stops_on_alarm):
+def test_a_signal_stops_a_fit_and_the_estimator_fits_again():
+    # The fit spends its time in the selection (k = m = 2500: ~20 s uninterrupted).
     X, y = well_conditioned(2500, seed=2)
     model = GreedyKFDA(k=2500, deflation="schur", gamma=1.5, n_jobs=2)
-    stops_on_alarm(model.fit, X, y)
+    stops_inside(model.fit, X, y, target=_core.greedy_select)
     assert not hasattr(model, "support_")
     small = np.random.default_rng(4).choice(len(y), size=300, replace=False)
     model.set_params(k=20).fit(X[small], y[small])
@@ -115,38 +164,29 @@ def test_a_signal_stops_a_fit_and_the_estimator_fits_again(stops_on_alarm):
     assert model.score(X[small], y[small]) > 0.5
 
 
-def test_a_signal_stops_a_factored_fit_in_its_factor(stops_on_alarm):
+def test_a_signal_stops_a_factored_fit_in_its_factor():
     # The Nyström factor of 150,000 points on a pool of 2,000: the pool's eigendecomposition
-    # (~1 s), then ~10 s of blocks of rows, uninterrupted. The signal comes among the blocks.
+    # (~1 s), then ~10 s of blocks of rows, uninterrupted. The signal comes among the blocks,
+    # 3 s into the factor.
     rng = np.random.default_rng(6)
     X = rng.uniform(-1, 1, size=(150_000, 20)).astype(np.float32)
     y = X[:, 0] > 0
     model = GreedyKFDA(k=10, gamma=0.5, dtype="float32", solver="factored", factor_rank=2000,
                        factor_pool="uniform", random_state=0, n_jobs=2)
-    stops_on_alarm(model.fit, X, y, after=3.0)
+    stops_inside(model.fit, X, y, target=_core.nystroem_factor, pause=3.0)
     assert not hasattr(model, "support_")
 
 
 def test_keyboard_interrupt_stops_a_factored_fit_in_its_selection():
     # A linear kernel's factor is X itself (100,000 × 400): the fit is the selection from
-    # its first 50 ms on, ~35 ms a pick, 390 picks (~14 s) uninterrupted. Ctrl-C's
-    # KeyboardInterrupt comes out of fit.
+    # its first 50 ms on, ~35 ms a pick, 390 picks (~14 s) uninterrupted. The signal comes
+    # among the picks, 1 s into the selection. Ctrl-C's KeyboardInterrupt comes out of fit.
     rng = np.random.default_rng(7)
     X = rng.standard_normal((100_000, 400)).astype(np.float32)
     y = X[:, 0] + 0.3 * rng.standard_normal(100_000) > 0
     model = GreedyKFDA(k=390, kernel="linear", dtype="float32", solver="factored", n_jobs=2)
-    previous = signal.signal(signal.SIGALRM, signal.default_int_handler)
-    signal.setitimer(signal.ITIMER_REAL, 1.0)
-    armed = time.perf_counter()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            model.fit(X, y)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-    after_signal = time.perf_counter() - armed - 1.0
-    print(f"stopped {1e3 * after_signal:.0f} ms after the signal")
-    assert after_signal < STOPS_WITHIN
+    stops_inside(model.fit, X, y, target=_core.greedy_select, pause=1.0, handler=signal.default_int_handler,
+                 raises=KeyboardInterrupt)
     assert not hasattr(model, "support_")
 
 
@@ -154,19 +194,11 @@ def test_keyboard_interrupt_reaches_the_caller():
     # The default SIGINT handler raises KeyboardInterrupt, as Ctrl-C does in a terminal.
     X, y = well_conditioned(2500, seed=3)
     K = _core.kernel_matrix(X, gamma=1.5)
-    previous = signal.signal(signal.SIGALRM, signal.default_int_handler)
-    signal.setitimer(signal.ITIMER_REAL, ALARM_AFTER)
-    armed = time.perf_counter()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            _core.greedy_select(K, y, 2500, deflation="schur", n_threads=2)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-    assert time.perf_counter() - armed - ALARM_AFTER < STOPS_WITHIN
+    stops_inside(_core.greedy_select, K, y, 2500, deflation="schur", n_threads=2,
+                 handler=signal.default_int_handler, raises=KeyboardInterrupt)
 
 
-def test_parsimonious_fit_stops(stops_on_alarm):
+def test_parsimonious_fit_stops():
     # kFDA_q's MM iteration looks at the stop flag every step; with a tolerance nothing
     # meets it runs all of max_iter steps (minutes) otherwise.
     from gkfda.parsimonious import augmented_gram, ridge_start, targets
@@ -177,8 +209,8 @@ def test_parsimonious_fit_stops(stops_on_alarm):
     y_hat = targets(X[:, 0] > 0)
     gram, products = augmented_gram(K, y_hat)
     start = ridge_start(gram, products)
-    stops_on_alarm(_core.parsimonious_fit, K, gram, products, y_hat, start, q=1.0, rho=1e-6, tol=1e-300,
-                   max_iter=100000, penalize_bias=True, prune=0.0)
+    stops_inside(_core.parsimonious_fit, K, gram, products, y_hat, start, q=1.0, rho=1e-6, tol=1e-300,
+                 max_iter=100000, penalize_bias=True, prune=0.0)
 
 
 # -- an interrupted fit leaves the estimator as it was ------------------------------------
@@ -309,22 +341,16 @@ def test_an_interrupted_first_fit_leaves_the_estimator_unfitted(monkeypatch, nam
 
 
 def test_ctrl_c_during_a_refit_leaves_the_fitted_model():
-    # Ctrl-C's path: SIGALRM with the default SIGINT handler raises KeyboardInterrupt in the
-    # middle of the refit (in the core's kernel or selection: the refit takes 10 s or more).
+    # Ctrl-C's path: the default SIGINT handler raises KeyboardInterrupt in the middle of the
+    # refit, in its selection (the refit takes 20 s or more uninterrupted).
     X3, y3 = _three_string_classes(m=300)
     model = GreedyKFDA(k=10, gamma=0.5, n_jobs=2).fit(X3, y3)
     expected = model.predict_proba(X3)
     X, y = well_conditioned(2500, seed=5)
     model.set_params(k=2500, deflation="schur", gamma=1.5)
     before = dict(vars(model))
-    previous = signal.signal(signal.SIGALRM, signal.default_int_handler)
-    signal.setitimer(signal.ITIMER_REAL, ALARM_AFTER)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            model.fit(X, y)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    stops_inside(model.fit, X, y, target=_core.greedy_select, handler=signal.default_int_handler,
+                 raises=KeyboardInterrupt)
     _same_state(model, before)
     np.testing.assert_array_equal(model.predict_proba(X3), expected)
     assert list(model.classes_) == ["north", "south", "west"]
