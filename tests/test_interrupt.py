@@ -177,15 +177,17 @@ def test_a_signal_stops_a_factored_fit_in_its_factor():
     assert not hasattr(model, "support_")
 
 
-def test_keyboard_interrupt_stops_a_factored_fit_in_its_selection():
+@pytest.mark.parametrize("pause", [PAUSE, 1.0], ids=["set-up", "picks"])
+def test_keyboard_interrupt_stops_a_factored_fit_in_its_selection(pause):
     # A linear kernel's factor is X itself (100,000 × 400): the fit is the selection from
-    # its first 50 ms on, ~35 ms a pick, 390 picks (~14 s) uninterrupted. The signal comes
-    # among the picks, 1 s into the selection. Ctrl-C's KeyboardInterrupt comes out of fit.
+    # about 0.3 s on, its set-up (the factor's p×p moments, ~1 s) then ~35 ms a pick, 390
+    # picks (~14 s) uninterrupted. The signal comes in the set-up, or among the picks 1 s
+    # into the selection. Ctrl-C's KeyboardInterrupt comes out of fit.
     rng = np.random.default_rng(7)
     X = rng.standard_normal((100_000, 400)).astype(np.float32)
     y = X[:, 0] + 0.3 * rng.standard_normal(100_000) > 0
     model = GreedyKFDA(k=390, kernel="linear", dtype="float32", solver="factored", n_jobs=2)
-    stops_inside(model.fit, X, y, target=_core.greedy_select, pause=1.0, handler=signal.default_int_handler,
+    stops_inside(model.fit, X, y, target=_core.greedy_select, pause=pause, handler=signal.default_int_handler,
                  raises=KeyboardInterrupt)
     assert not hasattr(model, "support_")
 
