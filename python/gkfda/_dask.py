@@ -12,7 +12,8 @@ workers, each keeping the rows of its chunks of ``X``:
 - the selection runs in the core on the driver, in the factor's coordinates, as in memory:
   the driver keeps the ``p × p`` state, the workers their chunks' rows of ``Φ`` and of the
   per-row statistics (:class:`ChunkedFactorRows`, one actor a worker), and each pick is one
-  call to each worker's actor, with the in-memory rows' own arithmetic;
+  call to each worker's actor, sent straight to its worker, with the in-memory rows' own
+  arithmetic;
 - the workers compute the exact kernel columns of the chosen bases, ``m × |bases|``, and
   keep them; the discriminant's ridge regression is reduced from the chunks' per-class
   moments of the features (``k × k`` each), and its calibration reads the features of a
