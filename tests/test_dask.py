@@ -553,6 +553,28 @@ def test_workers_the_driver_cannot_reach_are_called_through_the_scheduler(client
     np.testing.assert_array_equal(model.support_, reference.support_)
 
 
+def test_workers_that_do_not_answer_the_first_direct_call_are_called_through_the_scheduler(client, monkeypatch):
+    """A direct call that neither answers nor fails (a connection the network drops) costs
+    the fit ``DIRECT_PROBE_TIMEOUT``, not its rounds' timeout: the picks go through the
+    scheduler and the model is the same."""
+    import asyncio
+
+    X, y = data(m=200)
+    reference = gkfda.GreedyKFDA(k=5, factor_rank=20, random_state=0).fit(*chunked(X, y, 50))
+    tried = []
+
+    async def silent(client, address, key, payload):
+        tried.append(address)
+        await asyncio.sleep(3600)
+
+    monkeypatch.setattr(_dask, "_direct_call", silent)
+    monkeypatch.setattr(_dask, "DIRECT_PROBE_TIMEOUT", 0.2)
+    monkeypatch.setattr(_dask, "ROUND_TIMEOUT", 30.0)  # without the probe's own, the fit would end here
+    model = gkfda.GreedyKFDA(k=5, factor_rank=20, random_state=0).fit(*chunked(X, y, 50))
+    assert sorted(tried) == sorted(client.scheduler_info()["workers"])
+    np.testing.assert_array_equal(model.support_, reference.support_)
+
+
 def test_the_best_candidates_of_the_chunks_skip_a_chunk_with_none():
     """A chunk whose rows are all chosen or explained gives no candidate (and a rows array of
     no columns); the others' best are taken, ties to the lowest index."""

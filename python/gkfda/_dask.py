@@ -61,6 +61,11 @@ from ._validation import encoded_classes, thread_count
 #: must not hang the fit.
 ROUND_TIMEOUT = 600.0
 
+#: Seconds the first call straight to a worker may take before the fit sends its calls
+#: through the scheduler instead: a worker the driver cannot reach (behind a gateway, say)
+#: would otherwise hold the fit for ``distributed``'s connect timeout (30 s by default).
+DIRECT_PROBE_TIMEOUT = 5.0
+
 # Each task on a worker runs the core on one thread: a worker runs as many tasks (chunks)
 # at once as it has threads (`--nthreads`), which is where its cores go.
 _TASK_THREADS = 1
@@ -389,9 +394,11 @@ class ChunkedFactorRows:
         the workers: by ``distributed``'s default route a call passes through the scheduler,
         one hop more each way, which costs about as much as a small chunk's pass (docs/scale.md
         measures both). A client that cannot reach the workers (behind a gateway, say) gets
-        ``OSError`` here, after ``distributed``'s connect timeout, and keeps its own route."""
+        ``OSError`` here, or no answer within ``DIRECT_PROBE_TIMEOUT``, and keeps its own
+        route."""
         client = self.chunks.client
-        calls = [_direct_call(client, address, actor.key, _packed(("ready", [], ())))
+        calls = [_answered_within(DIRECT_PROBE_TIMEOUT, _direct_call(client, address, actor.key,
+                                                                     _packed(("ready", [], ()))))
                  for address, actor in zip(self.addresses, self.actors)]
         try:
             results = client.sync(_gathered, calls, callback_timeout=ROUND_TIMEOUT)
@@ -513,6 +520,17 @@ async def _direct_call(client, address, key, payload):
     if reply["status"] != "OK":
         raise reply["exception"]
     return reply["result"]
+
+
+async def _answered_within(seconds, call):
+    """``call``'s result, or ``OSError`` (the error of a worker that cannot be reached) if
+    it has not answered within ``seconds``."""
+    import asyncio
+
+    try:
+        return await asyncio.wait_for(call, seconds)
+    except asyncio.TimeoutError as error:  # not an OSError before Python 3.11
+        raise OSError(f"no answer within {seconds:g} s") from error
 
 
 async def _gathered(calls):
