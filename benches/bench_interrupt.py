@@ -53,12 +53,20 @@ def calls():
                            factor_pool="uniform", random_state=0, n_jobs=2)
         return lambda: model.fit(X, X[:, 0] > 0)
 
-    def linear():
-        rng = np.random.default_rng(7)
-        X = rng.standard_normal((100_000, 400)).astype(np.float32)
-        y = X[:, 0] + 0.3 * rng.standard_normal(100_000) > 0
-        model = GreedyKFDA(k=390, kernel="linear", dtype="float32", solver="factored", n_jobs=2)
+    def linear_fit(m, d, k, seed):
+        rng = np.random.default_rng(seed)
+        X = rng.standard_normal((m, d)).astype(np.float32)
+        y = X[:, 0] + 0.3 * rng.standard_normal(m) > 0
+        model = GreedyKFDA(k=k, kernel="linear", dtype="float32", solver="factored", n_jobs=2)
         return lambda: model.fit(X, y)
+
+    def linear():
+        return linear_fit(100_000, 400, 390, seed=7)
+
+    def wide():
+        # 4,000 features: the factor's p×p state would outgrow the selection's terms, so the
+        # selection keeps terms, and its set-up is the column forms diag(KDK), O(m·p²).
+        return linear_fit(30_000, 4_000, 5, seed=8)
 
     def sparse():
         from scipy import sparse as sp
@@ -76,6 +84,7 @@ def calls():
         "selection": ("a dense selection, k = m = 2,500, schur", selection),
         "factor": ("a factored rbf fit of 150,000 rows, rank 2,000 (its factor)", factor),
         "linear": ("a linear factored fit of 100,000 × 400, k = 390 (moments, picks)", linear),
+        "wide": ("a linear factored fit of 30,000 × 4,000, k = 5 (set-up in the terms form)", wide),
         "sparse": ("a sparse linear selection, 150,000 × 200,000, 7.5 M entries, k = 5 (set-up)", sparse),
     }
 

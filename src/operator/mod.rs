@@ -31,6 +31,20 @@ use std::sync::Mutex;
 mod sparse;
 pub use sparse::SparseFactor;
 
+/// `Err(Error::Interrupted)` once `stop` is raised: a set-up's products over a large factor
+/// take seconds, and a caller's Ctrl-C must not wait for all of them.
+pub(crate) fn check_stop(stop: &AtomicBool) -> Result<()> {
+    if stop.load(Ordering::Relaxed) {
+        Err(Error::Interrupted)
+    } else {
+        Ok(())
+    }
+}
+
+/// The flag of the sums that nothing interrupts: a pick's products (the pick loop looks at
+/// the call's flag between picks) and the public per-chunk kernels, whose holder has none.
+static NEVER_STOPPED: AtomicBool = AtomicBool::new(false);
+
 /// A kernel `K_0 = ΦΦ'` whose factor `Φ` (`m×p`) is held elsewhere: by other processes or
 /// machines, each with some of its rows. Its methods are the operations the in-memory
 /// factored operator performs, each of which a holder of chunks of rows answers in one
@@ -334,12 +348,14 @@ impl<'a, F: Real> KernelOperator<'a, F> {
 
     /// The columns' quadratic forms `K_0[:, i]' W K_0[:, i]` (`W = diag(weights)`, `None`
     /// the identity) of a factored operator, in memory or held elsewhere: `Φ_i G Φ_i'`
-    /// with `G = Φ'WΦ`. `None` for the dense kernel, whose set-up passes make them; an
-    /// error when the sparse factor's stop flag interrupts them.
+    /// with `G = Φ'WΦ`. `None` for the dense kernel, whose set-up passes make them;
+    /// `Err(Error::Interrupted)` once `stop` is raised (a factor in memory looks at it
+    /// between its blocks of rows; one held elsewhere answers its own signals).
     pub fn column_forms(
         &self,
         pool: &rayon::ThreadPool,
         weights: Option<&[F]>,
+        stop: &AtomicBool,
     ) -> Result<Option<Vec<F>>> {
         Ok(match *self {
             KernelOperator::Dense { .. } => None,
@@ -349,8 +365,9 @@ impl<'a, F: Real> KernelOperator<'a, F> {
                 (factor, p),
                 m,
                 weights,
-            )),
-            KernelOperator::Sparse(sparse) => Some(sparse.column_forms(pool, weights)?),
+                stop,
+            )?),
+            KernelOperator::Sparse(sparse) => Some(sparse.column_forms(pool, weights, stop)?),
             KernelOperator::External(external) => Some(external.column_forms(weights)),
         })
     }
@@ -389,7 +406,7 @@ pub fn factor_weighted_gram<F: Real>(
     weights: Option<&[F]>,
 ) -> Array2<F> {
     let m = rows_of(factor, p);
-    weighted_gram(pool, (factor, p), (factor, p), m, weights)
+    weighted_gram(pool, (factor, p), (factor, p), m, weights, &NEVER_STOPPED).unwrap_or_default()
 }
 
 /// `Φ_i G Φ_i'` for each row of the row-major `m×p` block `factor`, given `G` (`p×p`).
@@ -400,7 +417,7 @@ pub fn factor_forms_with<F: Real>(
     gram: ArrayView2<F>,
 ) -> Vec<F> {
     let m = rows_of(factor, p);
-    forms_with_gram(pool, (factor, p), (factor, p), m, gram)
+    forms_with_gram(pool, (factor, p), (factor, p), m, gram, &NEVER_STOPPED).unwrap_or_default()
 }
 
 /// `‖Φ_i‖²` for each row of the row-major block `factor` of width `p`.
@@ -444,21 +461,24 @@ fn transpose_times<F: Real>(
         }
         out
     };
-    sum_blocks(pool, m, partial)
+    sum_blocks(pool, m, partial, &NEVER_STOPPED).unwrap_or_default()
 }
 
 /// `Σ_b partial(b)` over the fixed blocks of `m` rows, in block order, computed a wave of
-/// as many blocks as `pool` has threads at a time.
+/// as many blocks as `pool` has threads at a time; `Err(Error::Interrupted)` once `stop` is
+/// raised, looked at before each wave.
 fn sum_blocks<F: Real>(
     pool: &rayon::ThreadPool,
     m: usize,
     partial: impl Fn(usize) -> Vec<Vec<F>> + Sync,
-) -> Vec<Vec<F>> {
+    stop: &AtomicBool,
+) -> Result<Vec<Vec<F>>> {
     let n_blocks = m.div_ceil(FACTOR_BLOCK_ROWS);
     let wave = pool.current_num_threads().max(1);
     let mut total: Option<Vec<Vec<F>>> = None;
     let mut start = 0;
     while start < n_blocks {
+        check_stop(stop)?;
         let end = (start + wave).min(n_blocks);
         let partials: Vec<Vec<Vec<F>>> = if end - start == 1 {
             vec![partial(start)]
@@ -477,7 +497,7 @@ fn sum_blocks<F: Real>(
         }
         start = end;
     }
-    total.unwrap_or_default()
+    Ok(total.unwrap_or_default())
 }
 
 /// `Φ y_j` for the row-major `m×p` factor and each `y_j` (`p` values): one dot product
@@ -525,14 +545,16 @@ pub(crate) fn factored_products<F: Real>(
 }
 
 /// `Φ_a' W Φ_b` (`p_a × p_b`) for two row-major factors of `m` rows and the diagonal `W`
-/// (`None`: the identity), by fixed blocks of rows added in order.
+/// (`None`: the identity), by fixed blocks of rows added in order; `Err(Error::Interrupted)`
+/// once `stop` is raised.
 fn weighted_gram<F: Real>(
     pool: &rayon::ThreadPool,
     (a, p_a): (&[F], usize),
     (b, p_b): (&[F], usize),
     m: usize,
     weights: Option<&[F]>,
-) -> Array2<F> {
+    stop: &AtomicBool,
+) -> Result<Array2<F>> {
     let phi_a = ArrayView2::from_shape((m, p_a), a).expect("an m×p factor");
     let phi_b = ArrayView2::from_shape((m, p_b), b).expect("an m×p factor");
     let partial = |block: usize| -> Vec<Vec<F>> {
@@ -551,39 +573,48 @@ fn weighted_gram<F: Real>(
         }
         vec![out.into_raw_vec_and_offset().0]
     };
-    let total = sum_blocks(pool, m, partial).pop().unwrap_or_default();
-    Array2::from_shape_vec((p_a, p_b), total).expect("a p_a×p_b Gram matrix")
+    let total = sum_blocks(pool, m, partial, stop)?
+        .pop()
+        .unwrap_or_default();
+    Ok(Array2::from_shape_vec((p_a, p_b), total).expect("a p_a×p_b Gram matrix"))
 }
 
 /// `diag(K_a W K_b)` for `K_a = Φ_aΦ_a'` and `K_b = Φ_bΦ_b'`: row `i` is
 /// `Φ_a[i] G Φ_b[i]'` with `G = Φ_a'WΦ_b`, each fixed block of rows one GEMM. With
 /// `K_a = K_b` these are the columns' quadratic forms `K[:, i]'W K[:, i]`; with two views,
-/// the cross term `K_a[:, i]'K_b[:, i]`.
+/// the cross term `K_a[:, i]'K_b[:, i]`. O(m·p_a·p_b): a minute at a million rows and a
+/// rank of thousands, so `Err(Error::Interrupted)` once `stop` is raised.
 pub(crate) fn factored_column_forms<F: Real>(
     pool: &rayon::ThreadPool,
     (a, p_a): (&[F], usize),
     (b, p_b): (&[F], usize),
     m: usize,
     weights: Option<&[F]>,
-) -> Vec<F> {
-    let gram = weighted_gram(pool, (a, p_a), (b, p_b), m, weights);
-    forms_with_gram(pool, (a, p_a), (b, p_b), m, gram.view())
+    stop: &AtomicBool,
+) -> Result<Vec<F>> {
+    let gram = weighted_gram(pool, (a, p_a), (b, p_b), m, weights, stop)?;
+    forms_with_gram(pool, (a, p_a), (b, p_b), m, gram.view(), stop)
 }
 
-/// `Φ_a[i] G Φ_b[i]'` for each row `i`, each fixed block of rows one GEMM.
+/// `Φ_a[i] G Φ_b[i]'` for each row `i`, each fixed block of rows one GEMM; a block that
+/// would begin once `stop` is raised does not, and the call gives `Err(Error::Interrupted)`.
 fn forms_with_gram<F: Real>(
     pool: &rayon::ThreadPool,
     (a, p_a): (&[F], usize),
     (b, p_b): (&[F], usize),
     m: usize,
     gram: ArrayView2<F>,
-) -> Vec<F> {
+    stop: &AtomicBool,
+) -> Result<Vec<F>> {
     let phi_a = ArrayView2::from_shape((m, p_a), a).expect("an m×p factor");
     let mut out = vec![F::zero(); m];
     pool.install(|| {
         out.par_chunks_mut(FACTOR_BLOCK_ROWS)
             .enumerate()
             .for_each(|(block, out)| {
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
                 let rows = block * FACTOR_BLOCK_ROWS..block * FACTOR_BLOCK_ROWS + out.len();
                 let mut t = Array2::<F>::zeros((rows.len(), p_b));
                 gemm(t.view_mut(), phi_a.slice(s![rows.clone(), ..]), gram);
@@ -593,7 +624,8 @@ fn forms_with_gram<F: Real>(
                 }
             });
     });
-    out
+    check_stop(stop)?;
+    Ok(out)
 }
 
 /// A zeroed `m×p` row-major factor, allocated fallibly.

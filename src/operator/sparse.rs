@@ -10,25 +10,15 @@
 //! count, and a row of `K_0` is exactly its column: `K_0[i, j]` sums the products of the
 //! features both rows store, in increasing feature order, whichever row is read.
 
+use super::check_stop;
 use crate::csr::CsrView;
-use crate::error::{try_zeroed, Error, Result};
+use crate::error::{try_zeroed, Result};
 use crate::real::Real;
 use crate::tuning::{
     FACTOR_BLOCK_ROWS, SPARSE_FACTOR_BLOCKS_PER_THREAD, SPARSE_FACTOR_BLOCK_FEATURES,
 };
 use rayon::prelude::*;
-use std::sync::atomic::{AtomicBool, Ordering};
-
-/// `Err(Error::Interrupted)` once `stop` is raised: the set-up's steps each take a pass over
-/// the stored entries (seconds for tens of millions), and a caller's Ctrl-C must not wait for
-/// all of them.
-fn check(stop: &AtomicBool) -> Result<()> {
-    if stop.load(Ordering::Relaxed) {
-        Err(Error::Interrupted)
-    } else {
-        Ok(())
-    }
-}
+use std::sync::atomic::AtomicBool;
 
 /// `Φ = X` of CSR rows, with its transpose: the operator of `XX'`
 /// ([`super::KernelOperator::Sparse`]).
@@ -44,8 +34,6 @@ pub struct SparseFactor<'a, F> {
     entry_values: Vec<F>,
     /// Stored entry `e` (row order) is entry `transposed[e]` of the transpose.
     transposed: Vec<usize>,
-    /// The call's stop flag, which the set-up's long steps look at.
-    stop: &'a AtomicBool,
 }
 
 impl<'a, F: Real> SparseFactor<'a, F> {
@@ -53,7 +41,7 @@ impl<'a, F: Real> SparseFactor<'a, F> {
     /// (O(nnz log nnz), allocated fallibly: 48 bytes and a value an entry while it is made, 32
     /// and a value after). Gives up with `Error::Interrupted` between its steps once `stop`
     /// is raised, as its [`column_forms`](Self::column_forms) does.
-    pub fn new(rows: CsrView<'a, F>, n_threads: usize, stop: &'a AtomicBool) -> Result<Self> {
+    pub fn new(rows: CsrView<'a, F>, n_threads: usize, stop: &AtomicBool) -> Result<Self> {
         let pool = crate::pool::shared(n_threads)?;
         let nnz = rows.nnz();
         // (feature, entry) of every entry, sorted: the transpose's order. Entries are
@@ -64,9 +52,9 @@ impl<'a, F: Real> SparseFactor<'a, F> {
                 order[at] = (rows.column(at), at);
             }
         }
-        check(stop)?;
+        check_stop(stop)?;
         pool.install(|| order.par_sort_unstable());
-        check(stop)?;
+        check_stop(stop)?;
         let mut feature_of_entry = try_zeroed::<usize>(nnz, "the sparse factor's transpose")?;
         let mut entry_rows = try_zeroed::<usize>(nnz, "the sparse factor's transpose")?;
         let mut entry_values = try_zeroed::<F>(nnz, "the sparse factor's transpose")?;
@@ -76,7 +64,7 @@ impl<'a, F: Real> SparseFactor<'a, F> {
         for i in 0..rows.nrows() {
             row_of[rows.entries(i)].fill(i);
         }
-        check(stop)?;
+        check_stop(stop)?;
         let values = rows.values();
         let mut previous = None;
         for (place, &(feature, at)) in order.iter().enumerate() {
@@ -97,7 +85,6 @@ impl<'a, F: Real> SparseFactor<'a, F> {
             entry_rows,
             entry_values,
             transposed,
-            stop,
         })
     }
 
@@ -203,10 +190,14 @@ impl<'a, F: Real> SparseFactor<'a, F> {
     /// feature at a time (`Σ_{j stores a} W_j Φ_ja Φ_j`, over the rows that store `a`), and
     /// each row `i` storing `a` takes its share `Φ_ia (G_a · Φ_i)`; a row's shares are then
     /// added in its feature order. O(Σ_i nnz_i²) in all, whatever the features' number.
-    /// Gives up with `Error::Interrupted` once the factor's stop flag is raised, looked at
-    /// before each range of features.
-    pub fn column_forms(&self, pool: &rayon::ThreadPool, weights: Option<&[F]>) -> Result<Vec<F>> {
-        let stop = self.stop;
+    /// Gives up with `Error::Interrupted` once `stop` is raised, looked at before each range
+    /// of features.
+    pub fn column_forms(
+        &self,
+        pool: &rayon::ThreadPool,
+        weights: Option<&[F]>,
+        stop: &AtomicBool,
+    ) -> Result<Vec<F>> {
         let n_features = self.features();
         let values = self.rows.values();
         let blocks = self.blocks_of_equal_work(pool.current_num_threads());
@@ -222,7 +213,7 @@ impl<'a, F: Real> SparseFactor<'a, F> {
                         )
                     },
                     |(gram_row, stored, touched), block| {
-                        check(stop)?;
+                        check_stop(stop)?;
                         let features = block[0]..block[1];
                         let places =
                             self.feature_starts[features.start]..self.feature_starts[features.end];
@@ -318,7 +309,9 @@ impl<'a, F: Real> SparseFactor<'a, F> {
 mod tests {
     use super::*;
     use crate::csr::Indices;
+    use crate::error::Error;
     use ndarray::Array2;
+    use std::sync::atomic::Ordering;
 
     static LOWERED: AtomicBool = AtomicBool::new(false);
 
@@ -395,12 +388,12 @@ mod tests {
             close(row, kernel.row(i).as_slice().unwrap());
         }
         close(&factor.diagonal(), &kernel.diag().to_vec());
-        let forms = factor.column_forms(&pool, Some(&w)).unwrap();
+        let forms = factor.column_forms(&pool, Some(&w), &LOWERED).unwrap();
         let expected: Vec<f64> = (0..m)
             .map(|i| (0..m).map(|j| w[j] * kernel[(j, i)].powi(2)).sum())
             .collect();
         close(&forms, &expected);
-        let unweighted = factor.column_forms(&pool, None).unwrap();
+        let unweighted = factor.column_forms(&pool, None, &LOWERED).unwrap();
         close(
             &unweighted,
             &(0..m)
@@ -427,8 +420,8 @@ mod tests {
         let x: Vec<f64> = (0..m).map(|i| (i as f64).cos()).collect();
         assert_eq!(factor.multiply(&one, &[&x]), factor.multiply(&two, &[&x]));
         assert_eq!(
-            factor.column_forms(&one, Some(&x)).unwrap(),
-            factor.column_forms(&two, Some(&x)).unwrap()
+            factor.column_forms(&one, Some(&x), &LOWERED).unwrap(),
+            factor.column_forms(&two, Some(&x), &LOWERED).unwrap()
         );
     }
 
@@ -452,10 +445,10 @@ mod tests {
         let flag = AtomicBool::new(false);
         let factor = SparseFactor::new(view, 2, &flag).unwrap();
         let pool = crate::pool::shared(2).unwrap();
-        assert!(factor.column_forms(&pool, None).is_ok());
+        assert!(factor.column_forms(&pool, None, &flag).is_ok());
         flag.store(true, Ordering::Relaxed);
         assert!(matches!(
-            factor.column_forms(&pool, None),
+            factor.column_forms(&pool, None, &flag),
             Err(Error::Interrupted)
         ));
     }

@@ -96,13 +96,15 @@ fn scaled<F: Real>(x: &[F], factor: F) -> Vec<F> {
 
 impl<'a, F: Real> PursuitEngine<'a, F> {
     /// The engine over `first` (and `second`, for two views), with its statistics' set-up
-    /// pass over each kernel.
+    /// pass over each kernel; `Err(Error::Interrupted)` once `stop` is raised during a
+    /// factor's.
     pub(super) fn new(
         first: KernelOperator<'a, F>,
         second: Option<KernelOperator<'a, F>>,
         spec: Spec<F>,
         tol: F,
         n_threads: usize,
+        stop: &AtomicBool,
     ) -> Result<Self> {
         let m = first.m();
         let dense = first.dense().is_some();
@@ -152,7 +154,7 @@ impl<'a, F: Real> PursuitEngine<'a, F> {
         engine.values = if dense {
             engine.pool.install(|| engine.initial_statistics())
         } else {
-            engine.factored_statistics()?
+            engine.factored_statistics(stop)?
         };
         engine.passes = engine.views.len();
         engine.initial = engine.values.clone();
@@ -200,7 +202,7 @@ impl<'a, F: Real> PursuitEngine<'a, F> {
     /// Every statistic of factored kernels `K = ΦΦ'`: a linear one `K c` (one product),
     /// a quadratic one `diag(K W K)` and the cross term `diag(K_x K_y)` from the factors'
     /// `p×p` Gram matrices, the diagonal from the rows' norms.
-    fn factored_statistics(&self) -> Result<Vec<Vec<F>>> {
+    fn factored_statistics(&self, stop: &AtomicBool) -> Result<Vec<Vec<F>>> {
         let m = self.m;
         let factor = |view: usize| match self.views[view].kernel {
             KernelOperator::Factored { factor, p, .. } => (factor, p),
@@ -223,10 +225,12 @@ impl<'a, F: Real> PursuitEngine<'a, F> {
                 }
                 Statistic::Quadratic { view, weights } => Ok(self.views[*view]
                     .kernel
-                    .column_forms(pool, weights.as_deref())?
+                    .column_forms(pool, weights.as_deref(), stop)?
                     .expect("the views are factored")),
                 Statistic::Diagonal { view } => Ok(self.views[*view].kernel.diagonal()),
-                Statistic::Cross => Ok(factored_column_forms(pool, factor(0), factor(1), m, None)),
+                Statistic::Cross => {
+                    factored_column_forms(pool, factor(0), factor(1), m, None, stop)
+                }
             })
             .collect()
     }

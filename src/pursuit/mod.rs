@@ -198,7 +198,7 @@ pub fn pursue_in_form<'a, F: Real>(
             return pool.install(|| engine.run(params.k, stop));
         }
     }
-    let mut engine = PursuitEngine::new(kernel, second, spec, tol, params.n_threads)?;
+    let mut engine = PursuitEngine::new(kernel, second, spec, tol, params.n_threads, stop)?;
     let pool = std::sync::Arc::clone(&engine.pool);
     pool.install(|| engine.run(params.k, stop))
 }

@@ -341,3 +341,51 @@ fn a_kernel_of_low_rank_stops_early() {
     assert_eq!(got.indices.len(), 3);
     assert!(got.stopped_early);
 }
+
+#[test]
+fn a_raised_stop_ends_the_terms_engines_set_up_with_interrupted() {
+    let (m, p) = (300, 4);
+    let mut uniform = uniform_stream(5);
+    let factors: Vec<Vec<f64>> = (0..2)
+        .map(|_| (0..m * p).map(|_| uniform()).collect())
+        .collect();
+    let operator = |view: usize| KernelOperator::Factored {
+        factor: &factors[view],
+        m,
+        p,
+    };
+    // One view's quadratic forms, and the cross term of two.
+    let specs = [
+        (
+            vec![Statistic::Quadratic {
+                view: 0,
+                weights: None,
+            }],
+            1,
+            Score::Components,
+        ),
+        (
+            vec![
+                Statistic::Cross,
+                Statistic::Diagonal { view: 0 },
+                Statistic::Diagonal { view: 1 },
+            ],
+            2,
+            Score::Correlation { signed: false },
+        ),
+    ];
+    for (statistics, views, score) in specs {
+        let engine = |raised: bool| {
+            let spec = Spec::<f64> {
+                statistics: statistics.clone(),
+                deflation: Deflation::Projection,
+                views,
+                score: score.clone(),
+            };
+            let second = (views == 2).then(|| operator(1));
+            PursuitEngine::new(operator(0), second, spec, 1e-9, 1, &AtomicBool::new(raised))
+        };
+        assert!(engine(false).is_ok());
+        assert!(matches!(engine(true), Err(Error::Interrupted)));
+    }
+}

@@ -10,6 +10,7 @@ use crate::passes;
 use crate::real::Real;
 use crate::tuning::{COMBINE_CHUNK, MIN_CLASS_RUN, PARALLEL_WORK};
 use rayon::prelude::*;
+use std::sync::atomic::AtomicBool;
 
 /// `[x_1, …, x_n, Dx_1, …, Dx_n]` as one list of right-hand sides.
 pub(super) fn stacked<'v, F>(xs: &[&'v [F]], weighted: &'v [Vec<F>]) -> Vec<&'v [F]> {
@@ -174,12 +175,14 @@ impl<'a, F: Real> Engine<'a, F> {
     }
 
     /// The engine of the checked problem `classes` (codes `0..n_classes`, every class
-    /// present) over `kernel`, with its statistics' set-up pass.
+    /// present) over `kernel`, with its statistics' set-up pass; `Err(Error::Interrupted)`
+    /// once `stop` is raised during a factor's.
     pub(super) fn new(
         kernel: KernelOperator<'a, F>,
         classes: &'a [u32],
         tol: f64,
         n_threads: usize,
+        stop: &AtomicBool,
     ) -> Result<Self> {
         let m = kernel.m();
         let (class_weights, scatter_weights) = class_weighting(classes);
@@ -203,6 +206,7 @@ impl<'a, F: Real> Engine<'a, F> {
             class_groups.as_deref(),
             &class_weights,
             &weight,
+            stop,
         )?;
         // Any NaN or infinity in K reaches these sums: refuse it rather than select noise.
         if !sums.iter().flatten().chain(&d).all(|v| v.is_finite()) {
@@ -533,6 +537,7 @@ fn initial_statistics<F: Real>(
     class_groups: Option<&[passes::ColumnGroup]>,
     class_weights: &[F],
     weight: &[F],
+    stop: &AtomicBool,
 ) -> Result<(Vec<Vec<F>>, Vec<F>, usize)> {
     let n_classes = class_weights.len();
     let m = operator.m();
@@ -554,7 +559,7 @@ fn initial_statistics<F: Real>(
         let rhs: Vec<&[F]> = indicators.iter().map(Vec::as_slice).collect();
         let sums = operator.multiply(pool, &rhs, &mut passes::Workspace::default());
         let d = operator
-            .column_forms(pool, Some(weight))?
+            .column_forms(pool, Some(weight), stop)?
             .expect("a factored operator has column forms");
         return Ok((sums, d, 2));
     };

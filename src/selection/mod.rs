@@ -268,7 +268,7 @@ fn select_alone_in_form<F: Real>(
             return pspace::select(&mut rows, classes, params, stop, progress);
         }
     }
-    let mut engine = Engine::new(kernel, classes, params.tol, params.n_threads)?;
+    let mut engine = Engine::new(kernel, classes, params.tol, params.n_threads, stop)?;
     // The whole loop runs on a worker of the engine's pool, so that a pass is shared by
     // that worker and the others (n threads in all), where a caller outside the pool
     // would wake n workers for each pass and wait: fewer wake-ups per pick, and no
@@ -451,10 +451,11 @@ fn select_side_by_side<F: Real>(
                 .spawn_scoped(scope, move || {
                     let _membership = membership;
                     shared.take_turn(member);
-                    let outcome = Engine::new(kernel, classes, params.tol, params.n_threads)
+                    let halt = shared.halt_flag();
+                    let outcome = Engine::new(kernel, classes, params.tol, params.n_threads, halt)
                         .and_then(|mut engine| {
                             engine.share_passes(shared, member);
-                            run_selection(&mut engine, params, shared.halt_flag(), progress)
+                            run_selection(&mut engine, params, halt, progress)
                         });
                     if outcome.is_err() {
                         shared.halt(); // the call fails: the others' work would be lost

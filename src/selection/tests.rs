@@ -13,7 +13,14 @@ fn passes_split_by_class_match_explicit_deflation() {
     for seed in 0..2 {
         let (kernel, positive) = class_sorted_problem(203 + seed as usize, 3, seed);
         let classes = class_codes(&positive);
-        let engine = Engine::new(dense(&kernel.view()), &classes, 1e-9, 1).unwrap();
+        let engine = Engine::new(
+            dense(&kernel.view()),
+            &classes,
+            1e-9,
+            1,
+            &AtomicBool::new(false),
+        )
+        .unwrap();
         assert!(
             engine.class_groups.is_some(),
             "two runs of labels split the passes"
@@ -339,4 +346,22 @@ fn the_moments_of_rows_stop_on_a_raised_flag() {
     };
     assert!(moments(false).is_ok());
     assert!(matches!(moments(true), Err(Error::Interrupted)));
+}
+
+#[test]
+fn a_raised_stop_ends_the_terms_engines_set_up_with_interrupted() {
+    let (m, p) = (300, 4);
+    let mut uniform = uniform_stream(4);
+    let factor: Vec<f64> = (0..m * p).map(|_| uniform()).collect();
+    let classes: Vec<u32> = (0..m as u32).map(|i| i % 2).collect();
+    let engine = |raised: bool| {
+        let kernel = KernelOperator::Factored {
+            factor: &factor,
+            m,
+            p,
+        };
+        Engine::new(kernel, &classes, 1e-9, 1, &AtomicBool::new(raised)).map(|_| ())
+    };
+    assert!(engine(false).is_ok());
+    assert!(matches!(engine(true), Err(Error::Interrupted)));
 }
