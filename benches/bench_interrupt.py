@@ -4,10 +4,11 @@
     python benches/bench_interrupt.py --calls selection sparse --points 0.1 0.5
 
 For each call: its time uninterrupted (the shorter of two runs), then one run for each of
-``--points`` (fractions of that time) with SIGALRM sent that far into it, whose handler raises; the time from the signal
-to the call's exception, in ms, and the longest of them against the uninterrupted time. The
-calls are those of tests/test_interrupt.py, which checks that each answers signals at all
-(the handler runs inside it, and it ends by raising); here is how soon.
+``--points`` (fractions of that time) with SIGALRM sent that far into it, whose handler
+raises; the time from the signal to the call's exception, in ms, and the longest of them
+against the uninterrupted time. The calls are those of tests/test_interrupt.py (the wide
+linear fit with three times its rows), which checks that each answers signals at all (the
+handler runs inside it, and it ends by raising); here is how soon.
 """
 
 from __future__ import annotations

@@ -192,6 +192,18 @@ def test_keyboard_interrupt_stops_a_factored_fit_in_its_selection(pause):
     assert not hasattr(model, "support_")
 
 
+def test_a_signal_stops_a_wide_factored_fit_in_its_set_up():
+    # 4,000 features: the selection keeps the factor as terms (its p×p state would outgrow
+    # them), and its set-up is the columns' quadratic forms, O(m·p²): ~6 s uninterrupted at
+    # 10,000 rows. The signal comes in them.
+    rng = np.random.default_rng(8)
+    X = rng.standard_normal((10_000, 4_000), dtype=np.float32)
+    y = X[:, 0] > 0
+    model = GreedyKFDA(k=5, kernel="linear", dtype="float32", solver="factored", n_jobs=2)
+    stops_inside(model.fit, X, y, target=_core.greedy_select)
+    assert not hasattr(model, "support_")
+
+
 def test_keyboard_interrupt_reaches_the_caller():
     # The default SIGINT handler raises KeyboardInterrupt, as Ctrl-C does in a terminal.
     X, y = well_conditioned(2500, seed=3)
