@@ -38,6 +38,16 @@ pub enum Error {
 /// Result alias of the core.
 pub type Result<T> = std::result::Result<T, Error>;
 
+/// `Err(Error::Interrupted)` once the caller has raised `stop` (a long call's flag, looked at
+/// between its steps: a Ctrl-C must not wait for the whole call).
+pub(crate) fn check_stop(stop: &std::sync::atomic::AtomicBool) -> Result<()> {
+    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+        Err(Error::Interrupted)
+    } else {
+        Ok(())
+    }
+}
+
 impl Error {
     pub(crate) fn invalid(argument: &'static str, message: impl Into<String>) -> Self {
         Error::InvalidArgument {

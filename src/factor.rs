@@ -2,7 +2,7 @@
 //! `ΦΦ' = K[:, P] K[P, P]⁺ K[P, :]`, the kernel's Nyström approximation on the pool `P`
 //! (docs/scale.md). Built in row blocks, never `m×m`.
 
-use crate::error::{Error, Result};
+use crate::error::{check_stop, Error, Result};
 use crate::kernel::{self, gemm, Kernel, Rows};
 use crate::operator::allocate_factor;
 use crate::progress::Progress;
@@ -12,7 +12,7 @@ use faer::{Mat, Side};
 use ndarray::{s, Array2, ArrayView2, Axis};
 use rayon::prelude::*;
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 /// Relative floor of the pool kernel's eigenvalues: directions of `K[P, P]` below
 /// `floor · λ_max` (rounding, duplicated or nearly duplicated pool points) are dropped
@@ -242,18 +242,14 @@ fn factor_rows<F: Real>(
             .into_par_iter()
             .enumerate()
             .try_for_each(|(b, block)| -> Result<()> {
-                if stop.load(Ordering::Relaxed) {
-                    return Err(Error::Interrupted);
-                }
+                check_stop(stop)?;
                 let rows = b * FACTOR_BLOCK_ROWS..b * FACTOR_BLOCK_ROWS + block.nrows();
                 gemm(block, cross(rows)?.view(), whitening);
                 progress.advance(1);
                 Ok(())
             })
     })?;
-    if stop.load(Ordering::Relaxed) {
-        return Err(Error::Interrupted);
-    }
+    check_stop(stop)?;
     Ok(factor)
 }
 

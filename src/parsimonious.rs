@@ -11,12 +11,12 @@
 //! 1.4–3× faster than OpenBLAS's `dpotrf`; docs/PERFORMANCE.md), and a sequential
 //! factorisation keeps the result independent of the caller's thread count.
 
-use crate::error::{try_zeroed, Error, Result};
+use crate::error::{check_stop, try_zeroed, Error, Result};
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::cholesky::llt::{factor, solve};
 use faer::{Conj, MatMut, Par};
 use ndarray::{ArrayView1, ArrayView2};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 /// The iteration's settings (see `ParsimoniousKFDA`'s parameters).
 #[derive(Debug, Clone, Copy)]
@@ -94,9 +94,7 @@ pub fn mm_fit(problem: &MmProblem<'_>, params: &MmParams, stop: &AtomicBool) -> 
     )?;
     let mut iterations = 0;
     while iterations < params.max_iter {
-        if stop.load(Ordering::Relaxed) {
-            return Err(Error::Interrupted);
-        }
+        check_stop(stop)?;
         iterations += 1;
         let a = active.len();
         for (t, &i) in active.iter().enumerate() {

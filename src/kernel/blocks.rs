@@ -2,7 +2,7 @@
 //! watched for a stop, the RBF centre both sets move by, and bases prepared once.
 
 use super::Kernel;
-use crate::error::{try_zeroed, Error, Result};
+use crate::error::{check_stop, try_zeroed, Error, Result};
 use crate::real::Real;
 use crate::tuning::KERNEL_BLOCK_ROWS;
 use ndarray::{Array2, ArrayView2, ArrayViewMut2, Axis, CowArray, Ix2};
@@ -106,9 +106,7 @@ pub(super) fn for_each_row_block<T: Send + Sync>(
                 .for_each(|(b, block)| work(b, block));
         });
     }
-    if stop.load(Ordering::Relaxed) {
-        return Err(Error::Interrupted);
-    }
+    check_stop(stop)?;
     Ok(())
 }
 

@@ -3,7 +3,7 @@
 
 use super::blocks::{allocate, for_blocks, for_each_row_block, gram_centre, squared_norms, Bases};
 use super::Kernel;
-use crate::error::{Error, Result};
+use crate::error::{check_stop, Error, Result};
 use crate::real::Real;
 use crate::tuning::KERNEL_BLOCK_ROWS;
 use faer::linalg::matmul::matmul;
@@ -276,9 +276,7 @@ pub fn gram_into_with_stop<F: Real>(
             });
         mirror_lower(out.view_mut(), stop);
     });
-    if stop.load(Ordering::Relaxed) {
-        return Err(Error::Interrupted);
-    }
+    check_stop(stop)?;
     Ok(())
 }
 

@@ -9,7 +9,7 @@
 use super::blocks::{allocate, for_each_row_block};
 use super::Kernel;
 use crate::csr::CsrView;
-use crate::error::{try_zeroed, Error, Result};
+use crate::error::{check_stop, try_zeroed, Error, Result};
 use crate::real::Real;
 use ndarray::{Array2, ArrayView2, ArrayViewMut2, Axis};
 use rayon::prelude::*;
@@ -231,9 +231,7 @@ fn cross_of_stored<F: Real, I: Iterator<Item = (usize, F)>>(
         kernel.map_block::<f64>(values.view_mut(), norms, &bases.norms);
         block.zip_mut_with(&values, |out, &value| *out = F::from_f64(value));
     })?;
-    if stop.load(Ordering::Relaxed) {
-        return Err(Error::Interrupted);
-    }
+    check_stop(stop)?;
     Ok(out)
 }
 
@@ -385,9 +383,7 @@ pub fn gram_rows_into_with_stop<F: Real>(
             });
         super::dense::mirror_lower(out.view_mut(), stop);
     });
-    if stop.load(Ordering::Relaxed) {
-        return Err(Error::Interrupted);
-    }
+    check_stop(stop)?;
     Ok(())
 }
 
@@ -478,9 +474,7 @@ fn expansion_of_stored<F: Real, R: Iterator<Item = (usize, F)>>(
         out_block.assign(&bias_row);
         ndarray::linalg::general_mat_mul(1.0, &values, &weights, 1.0, &mut out_block);
     })?;
-    if stop.load(Ordering::Relaxed) {
-        return Err(Error::Interrupted);
-    }
+    check_stop(stop)?;
     super::expansion::refuse_overflow::<F>(out)
 }
 

@@ -18,7 +18,7 @@
 //! [`factor_forms_with`], [`factor_row_norms`]) are public so that a [`FactorSource`] over
 //! chunks of rows runs the same arithmetic on each chunk as the in-memory operator does.
 
-use crate::error::{try_zeroed, Error, Result};
+use crate::error::{check_stop, try_zeroed, Error, Result};
 use crate::kernel::gemm;
 use crate::passes::{self, Workspace};
 use crate::real::Real;
@@ -30,16 +30,6 @@ use std::sync::Mutex;
 
 mod sparse;
 pub use sparse::SparseFactor;
-
-/// `Err(Error::Interrupted)` once `stop` is raised: a set-up's products over a large factor
-/// take seconds, and a caller's Ctrl-C must not wait for all of them.
-pub(crate) fn check_stop(stop: &AtomicBool) -> Result<()> {
-    if stop.load(Ordering::Relaxed) {
-        Err(Error::Interrupted)
-    } else {
-        Ok(())
-    }
-}
 
 /// The flag of the sums that nothing interrupts: a pick's products (the pick loop looks at
 /// the call's flag between picks) and the public per-chunk kernels, whose holder has none.
@@ -464,40 +454,59 @@ fn transpose_times<F: Real>(
     sum_blocks(pool, m, partial, &NEVER_STOPPED).unwrap_or_default()
 }
 
-/// `Σ_b partial(b)` over the fixed blocks of `m` rows, in block order, computed a wave of
-/// as many blocks as `pool` has threads at a time; `Err(Error::Interrupted)` once `stop` is
-/// raised, looked at before each wave.
+/// `Σ_b partial(b)` over the fixed blocks of `m` rows, in block order ([`fold_blocks`]).
 fn sum_blocks<F: Real>(
     pool: &rayon::ThreadPool,
     m: usize,
     partial: impl Fn(usize) -> Vec<Vec<F>> + Sync,
     stop: &AtomicBool,
 ) -> Result<Vec<Vec<F>>> {
+    let mut total: Option<Vec<Vec<F>>> = None;
+    fold_blocks(
+        pool,
+        m,
+        partial,
+        |part| match total.as_mut() {
+            None => total = Some(part),
+            Some(total) => {
+                for (t, v) in total.iter_mut().zip(&part) {
+                    t.iter_mut().zip(v).for_each(|(t, &v)| *t += v);
+                }
+            }
+        },
+        stop,
+    )?;
+    Ok(total.unwrap_or_default())
+}
+
+/// `fold(partial(b))` for each fixed block `b` of `m` rows, in block order: the partials are
+/// computed a wave of as many blocks as `pool` has threads at a time, so that a sum over the
+/// blocks has one order whatever the thread count and holds only a wave of partials.
+/// `Err(Error::Interrupted)` once `stop` is raised, looked at before each wave: at a million
+/// rows a set-up's products take seconds.
+pub(crate) fn fold_blocks<T: Send>(
+    pool: &rayon::ThreadPool,
+    m: usize,
+    partial: impl Fn(usize) -> T + Sync,
+    mut fold: impl FnMut(T),
+    stop: &AtomicBool,
+) -> Result<()> {
     let n_blocks = m.div_ceil(FACTOR_BLOCK_ROWS);
     let wave = pool.current_num_threads().max(1);
-    let mut total: Option<Vec<Vec<F>>> = None;
     let mut start = 0;
     while start < n_blocks {
         check_stop(stop)?;
         let end = (start + wave).min(n_blocks);
-        let partials: Vec<Vec<Vec<F>>> = if end - start == 1 {
-            vec![partial(start)]
+        if end - start == 1 {
+            fold(partial(start));
         } else {
-            pool.install(|| (start..end).into_par_iter().map(&partial).collect())
-        };
-        for part in partials {
-            match total.as_mut() {
-                None => total = Some(part),
-                Some(total) => {
-                    for (t, v) in total.iter_mut().zip(&part) {
-                        t.iter_mut().zip(v).for_each(|(t, &v)| *t += v);
-                    }
-                }
-            }
+            let partials: Vec<T> =
+                pool.install(|| (start..end).into_par_iter().map(&partial).collect());
+            partials.into_iter().for_each(&mut fold);
         }
         start = end;
     }
-    Ok(total.unwrap_or_default())
+    Ok(())
 }
 
 /// `Φ y_j` for the row-major `m×p` factor and each `y_j` (`p` values): one dot product

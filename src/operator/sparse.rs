@@ -10,9 +10,8 @@
 //! count, and a row of `K_0` is exactly its column: `K_0[i, j]` sums the products of the
 //! features both rows store, in increasing feature order, whichever row is read.
 
-use super::check_stop;
 use crate::csr::CsrView;
-use crate::error::{try_zeroed, Result};
+use crate::error::{check_stop, try_zeroed, Result};
 use crate::real::Real;
 use crate::tuning::{
     FACTOR_BLOCK_ROWS, SPARSE_FACTOR_BLOCKS_PER_THREAD, SPARSE_FACTOR_BLOCK_FEATURES,

@@ -14,12 +14,12 @@
 //! factor's coordinates ([`super::pspace`]), with every `m`-vector `Φ` times a `p`-vector.
 
 use super::{Deflation, Pursuit, Spec, Statistic};
-use crate::error::{Error, Result};
+use crate::error::{check_stop, Error, Result};
 use crate::operator::{factored_column_forms, KernelOperator};
 use crate::passes::Workspace;
 use crate::real::Real;
 use rayon::prelude::*;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 /// One kernel and its deflation terms.
 struct View<'a, F: Real> {
@@ -288,9 +288,7 @@ impl<'a, F: Real> PursuitEngine<'a, F> {
         let mut chosen = vec![false; self.m];
         let (mut indices, mut scores) = (Vec::with_capacity(k), Vec::with_capacity(k));
         while indices.len() < k {
-            if stop.load(Ordering::Relaxed) {
-                return Err(Error::Interrupted);
-            }
+            check_stop(stop)?;
             let Some((i, score)) = self.best(&chosen) else {
                 break;
             };

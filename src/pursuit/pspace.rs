@@ -21,13 +21,14 @@
 //! block order: no result depends on the thread count.
 
 use super::{Deflation, Pursuit, Score, Spec, Statistic};
-use crate::error::{try_zeroed, Error, Result};
+use crate::error::{check_stop, try_zeroed, Error, Result};
 use crate::kernel::gemm;
+use crate::operator::fold_blocks;
 use crate::real::Real;
 use crate::tuning::FACTOR_BLOCK_ROWS;
 use ndarray::{Array2, ArrayView1, ArrayView2};
 use rayon::prelude::*;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 /// Whether a pursuit of `k` picks over factors of widths `widths` (`m` rows each) keeps
 /// its deflation in the factor's coordinates: its `p×p` matrices in `f64` take no more
@@ -166,8 +167,7 @@ pub(super) struct CoordinatesEngine<'a, F: Real> {
 }
 
 /// The sums of `partial(b)` over the fixed blocks of `m` rows (each a list of matrices
-/// in `F`, added in `f64`), in block order, a wave of as many blocks as `pool` has threads
-/// at a time.
+/// in `F`, added in `f64`), in block order ([`fold_blocks`]).
 fn sum_blocks<F: Real>(
     pool: &rayon::ThreadPool,
     m: usize,
@@ -175,25 +175,17 @@ fn sum_blocks<F: Real>(
     partial: impl Fn(usize) -> Vec<Array2<F>> + Sync,
     stop: &AtomicBool,
 ) -> Result<()> {
-    let n_blocks = m.div_ceil(FACTOR_BLOCK_ROWS);
-    let wave = pool.current_num_threads().max(1);
-    let mut start = 0;
-    while start < n_blocks {
-        // At a million rows the set-up's products take seconds, several picks' worth.
-        if stop.load(Ordering::Relaxed) {
-            return Err(Error::Interrupted);
-        }
-        let end = (start + wave).min(n_blocks);
-        let partials: Vec<Vec<Array2<F>>> =
-            pool.install(|| (start..end).into_par_iter().map(&partial).collect());
-        for part in partials {
+    fold_blocks(
+        pool,
+        m,
+        partial,
+        |part| {
             for (total, part) in totals.iter_mut().zip(part) {
                 total.zip_mut_with(&part, |t, &v| *t += v.as_f64());
             }
-        }
-        start = end;
-    }
-    Ok(())
+        },
+        stop,
+    )
 }
 
 impl<'a, F: Real> CoordinatesEngine<'a, F> {
@@ -450,9 +442,7 @@ impl<'a, F: Real> CoordinatesEngine<'a, F> {
         let mut best = None;
         let mut first = true;
         while indices.len() < k {
-            if stop.load(Ordering::Relaxed) {
-                return Err(Error::Interrupted);
-            }
+            check_stop(stop)?;
             if first {
                 best = self.sweep(None, &chosen);
                 first = false;

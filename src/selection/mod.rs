@@ -40,7 +40,7 @@ mod stages;
 #[cfg(test)]
 mod tests;
 
-use crate::error::{try_zeroed, Error, Result};
+use crate::error::{check_stop, try_zeroed, Error, Result};
 use crate::operator::KernelOperator;
 pub use crate::params::{Criterion, Deflation, GreedyParams};
 use crate::params::{Directions, Family, ValidParams};
@@ -53,7 +53,7 @@ pub use pspace::FactorRows;
 pub use rows::{Candidate, Moments, RowParts, RowStatistics, RowTerm, RowsSetUp};
 use schur::{FirstPick, Speculated};
 use shared::SharedPasses;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 /// The outcome of a selection.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -530,9 +530,7 @@ fn run_selection<F: Real>(
     let mut chosen = Vec::with_capacity(params.k);
     let mut stopped_early = false;
     while chosen.len() < params.k {
-        if stop.load(Ordering::Relaxed) {
-            return Err(Error::Interrupted);
-        }
+        check_stop(stop)?;
         let take = params.stages.min(params.k - chosen.len());
         let (picks, first_column) = if engine.tracks_d {
             let picks = engine.ranked_candidates(params.criterion, &blocked, &rank, take);

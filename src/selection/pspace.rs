@@ -17,11 +17,11 @@
 use super::engine::class_weighting;
 use super::rows::{Candidate, Moments, RowStatistics, RowTerm, RowsSetUp};
 use super::{random_ranks, Selection};
-use crate::error::{try_zeroed, Error, Result};
+use crate::error::{check_stop, try_zeroed, Error, Result};
 use crate::params::{Family, ValidParams};
 use crate::progress::Progress;
 use crate::real::Real;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 /// The rows of a factor `Φ` with their statistics, held in memory or elsewhere (each
 /// chunk of rows by a worker of a cluster). Each method is one round over the rows.
@@ -345,9 +345,7 @@ pub(crate) fn select<F: Real>(
     let mut stopped_early = false;
     let mut candidates = rows.advance(&[], &[], params.stages.min(params.k))?;
     while chosen.len() < params.k {
-        if stop.load(Ordering::Relaxed) {
-            return Err(Error::Interrupted);
-        }
+        check_stop(stop)?;
         if candidates.is_empty() {
             stopped_early = true;
             break;

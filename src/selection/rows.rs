@@ -10,12 +10,13 @@
 
 use crate::error::{try_zeroed, Error, Result};
 use crate::kernel::{gram_lower, times_lower};
+use crate::operator::fold_blocks;
 use crate::params::Criterion;
 use crate::real::Real;
 use crate::tuning::FACTOR_BLOCK_ROWS;
 use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 /// The sums over rows the driver needs once: `G = Φ'Φ`, `E = Φ'DΦ` (`D` the class weights
 /// of the rows) and the class sums `σ_c = Φ'1_c`, all in `f64`, row-major `p×p` and `p`.
@@ -69,7 +70,6 @@ impl Moments {
         let rows = classes.len();
         let n_classes = class_weights.len();
         let mut total = Moments::zeros(p, n_classes)?;
-        let n_blocks = rows.div_ceil(FACTOR_BLOCK_ROWS);
         let block_moments = |b: usize| -> Moments {
             let range = b * FACTOR_BLOCK_ROWS..((b + 1) * FACTOR_BLOCK_ROWS).min(rows);
             let mut moments = Moments {
@@ -106,21 +106,13 @@ impl Moments {
             }
             moments
         };
-        // A wave of as many blocks as there are threads at a time: few partials held.
-        let wave = pool.current_num_threads().max(1);
-        let mut start = 0;
-        while start < n_blocks {
-            if stop.load(Ordering::Relaxed) {
-                return Err(Error::Interrupted);
-            }
-            let end = (start + wave).min(n_blocks);
-            let partials: Vec<Moments> =
-                pool.install(|| (start..end).into_par_iter().map(block_moments).collect());
-            for partial in &partials {
-                total.add(partial);
-            }
-            start = end;
-        }
+        fold_blocks(
+            pool,
+            rows,
+            block_moments,
+            |partial| total.add(&partial),
+            stop,
+        )?;
         for matrix in [&mut total.gram, &mut total.weighted] {
             for i in 0..p {
                 for j in 0..i {
