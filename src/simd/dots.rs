@@ -4,7 +4,7 @@
 use super::portable::*;
 #[cfg(target_arch = "x86_64")]
 use super::{avx2 as simd, avx512 as simd512};
-use super::{has_avx512, has_fma};
+use super::{enter_portable, has_avx512, has_fma};
 
 /// Dot products of `row` with up to four vectors at once, in a fixed summation order
 /// (eight partial sums, reduced pairwise, then the tail).
@@ -134,6 +134,7 @@ macro_rules! impl_dots {
                     // SAFETY: AVX2 and FMA are available (checked just above).
                     return unsafe { simd::$dots(row, rhs) };
                 }
+                enter_portable();
                 portable_dots(row, rhs)
             }
 
@@ -149,6 +150,7 @@ macro_rules! impl_dots {
                     // SAFETY: AVX2 and FMA are available (checked just above).
                     return unsafe { simd::$row_statistics([row], positive, negative, weight)[0] };
                 }
+                enter_portable();
                 portable_row_statistics(row, positive, negative, weight)
             }
 
@@ -195,6 +197,7 @@ macro_rules! impl_dots {
                     // SAFETY: AVX2 and FMA are available (checked just above).
                     return unsafe { simd::$tile(rows, rhs, range, acc, stride) };
                 }
+                enter_portable();
                 portable_tile(rows, rhs, range, acc, stride)
             }
 
@@ -225,6 +228,7 @@ macro_rules! impl_dots {
                         simd::$packed_tile::<ROWS, V>(rows, packed, stride, range, acc)
                     };
                 }
+                enter_portable();
                 portable_packed_tile::<$t, ROWS, V, $width>(rows, packed, stride, range, acc)
             }
 
@@ -239,6 +243,7 @@ macro_rules! impl_dots {
                     // SAFETY: AVX2 and FMA are available (checked just above).
                     return unsafe { simd::$subtract_terms(out, vectors, coefficients) };
                 }
+                enter_portable();
                 portable_subtract_terms(out, vectors, coefficients)
             }
 
@@ -254,6 +259,7 @@ macro_rules! impl_dots {
                     // SAFETY: AVX2 and FMA are available (checked just above).
                     return unsafe { simd::$combine_tile::<O, V>(outs, vectors, coefficients, at) };
                 }
+                enter_portable();
                 portable_combine_tile::<$t, O, V, $width>(outs, vectors, coefficients, at)
             }
 
@@ -274,6 +280,7 @@ macro_rules! impl_dots {
                         simd::$symmetric_tile(rows, rhs, coefficients, range, acc, stride, buffers)
                     };
                 }
+                enter_portable();
                 portable_symmetric_tile(rows, rhs, coefficients, range, acc, stride, buffers)
             }
 
@@ -304,6 +311,7 @@ macro_rules! impl_dots {
                         )
                     };
                 }
+                enter_portable();
                 portable_symmetric_wide_tile::<$t, ROWS, N, $wide_width>(
                     rows,
                     rhs,

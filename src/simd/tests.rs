@@ -257,3 +257,48 @@ fn names_round_trip_and_caps_only_lower_the_level() {
     assert!(SimdLevel::Portable < SimdLevel::Avx2 && SimdLevel::Avx2 < SimdLevel::Avx512);
     assert!(simd_level() <= SimdLevel::detected());
 }
+
+/// The YMM state's bit of XINUSE (`xgetbv(1)`) after `dirty` and then `clean`, or `None` where
+/// the CPU does not report XINUSE or reports that state in use after a plain `vzeroupper`
+/// (XINUSE may over-report; such a CPU cannot show what `clean` did).
+#[cfg(target_arch = "x86_64")]
+fn ymm_state_in_use_after(clean: unsafe fn()) -> Option<bool> {
+    use std::arch::x86_64::{__cpuid_count, _xgetbv};
+    #[target_feature(enable = "avx")]
+    unsafe fn dirty() {
+        // SAFETY: AVX is available (the caller checked); the register is declared clobbered.
+        unsafe { std::arch::asm!("vpcmpeqd ymm0, ymm0, ymm0", out("ymm0") _) }
+    }
+    #[target_feature(enable = "avx,xsave")]
+    unsafe fn in_use_after(clean: unsafe fn()) -> bool {
+        // SAFETY: AVX and XGETBV with ECX = 1 are available (the caller checked).
+        unsafe {
+            dirty();
+            clean();
+            _xgetbv(1) & 0b100 != 0
+        }
+    }
+    #[target_feature(enable = "avx")]
+    unsafe fn plain_vzeroupper() {
+        // SAFETY: AVX is available (the caller checked).
+        unsafe { std::arch::asm!("vzeroupper", out("ymm0") _) }
+    }
+    // CPUID leaf 0xD exists on every CPU with XSAVE, checked first.
+    let xinuse = is_x86_feature_detected!("avx")
+        && is_x86_feature_detected!("xsave")
+        && __cpuid_count(0xD, 1).eax & 0b100 != 0;
+    // SAFETY: AVX, XSAVE and XGETBV with ECX = 1 are available (just above).
+    (xinuse && !unsafe { in_use_after(plain_vzeroupper) }).then(|| unsafe { in_use_after(clean) })
+}
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn the_portable_kernels_begin_with_the_vector_registers_upper_halves_clear() {
+    fn enter() {
+        super::enter_portable();
+    }
+    match ymm_state_in_use_after(enter) {
+        Some(in_use) => assert!(!in_use, "the YMM uppers are still in use"),
+        None => eprintln!("this CPU does not report the YMM state's use precisely: not checked"),
+    }
+}
